@@ -1,0 +1,57 @@
+// Communicator: the collectives data parallelism needs, over whichever transport runs.
+//   mpi  - MPI on host buffers (devices cpu and simt, whose "device" memory is host memory);
+//   nccl - NCCL on device buffers, ordered on the compute stream (device cuda);
+//   single - world size 1, every collective a no-op (a run without mpirun).
+// Asynchronous collectives return a request; wait() makes the result visible to the work the
+// backend queues afterwards (for NCCL: the compute stream waits on the comm stream).
+#pragma once
+
+#include "engine/dtype.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ht {
+
+enum class ReduceOp { sum, avg, max };
+enum class CommDType { f32, f16, bf16, i32 };
+
+struct CommStats {
+  std::int64_t allreduce_calls = 0;
+  std::int64_t allreduce_bytes = 0;  // payload bytes handed to allreduce on this rank
+  double wait_seconds = 0;           // host time spent blocked in wait()/blocking collectives
+};
+
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual int local_rank() const { return rank(); }  // rank among the processes on this node
+
+  virtual void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) = 0;
+  virtual std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) = 0;
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+
+  const CommStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = CommStats{}; }
+
+ protected:
+  CommStats stats_;
+};
+
+std::size_t comm_dtype_size(CommDType t);
+CommDType comm_dtype(DType t);
+
+std::unique_ptr<Communicator> make_single_process_communicator();
+
+}  // namespace ht

@@ -1,0 +1,24 @@
+#include "engine/backend.h"
+
+#include <algorithm>
+
+namespace ht {
+
+Tensor Backend::empty(Shape shape, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  void* ptr = allocate(bytes);
+  std::shared_ptr<void> storage(ptr, [this](void* p) { deallocate(p); });
+  return Tensor(std::move(storage), ptr, shape, dtype, device());
+}
+
+Tensor Backend::zeros(Shape shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  zero(t.data(), t.bytes());
+  return t;
+}
+
+Tensor Backend::buffer(std::size_t bytes) {
+  return zeros(Shape{static_cast<std::int64_t>(std::max<std::size_t>(1, (bytes + 3) / 4))}, DType::f32);
+}
+
+}  // namespace ht

@@ -1,0 +1,99 @@
+// Backend: where tensors live and how each kernel runs. Three implementations share it:
+//   cpu  - the FP32 reference kernels of kernels/*_ref.cpp, run directly;
+//   simt - the CUDA kernels of kernels/*.cu, run on the CPU by the SIMT emulator;
+//   cuda - the same kernels on a GPU.
+// Kernel arguments are the plain structs of kernels/*.h, so a test can run one op on any two
+// backends from the same arguments. Calls are ordered like a CUDA stream: each sees the
+// results of the ones before it; only download(), synchronize() and Event::wait() wait.
+#pragma once
+
+#include "engine/caching_allocator.h"
+#include "engine/error.h"
+#include "engine/tensor.h"
+#include "kernels/bias_act.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/grad_stats.h"
+#include "kernels/optimizers.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ht {
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual void wait() = 0;        // blocks the host until the work before the event is done
+  virtual bool ready() = 0;
+  // Milliseconds between `start` and this event (both recorded on the same backend).
+  virtual float elapsed_ms_since(Event& start) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string description() const = 0;  // e.g. "NVIDIA H200 (sm_90, 132 SMs)"
+
+  // Memory -------------------------------------------------------------------------------
+  Tensor empty(Shape shape, DType dtype);
+  Tensor zeros(Shape shape, DType dtype);
+  Tensor buffer(std::size_t bytes);  // zeroed raw bytes (typed fp32 words) for kernel-side structs
+  virtual void* allocate(std::size_t bytes) = 0;  // from the caching allocator
+  virtual void deallocate(void* ptr) = 0;
+  virtual AllocatorStats memory_stats() const = 0;
+  virtual void* allocate_pinned(std::size_t bytes) = 0;  // host memory async copies can target
+  virtual void free_pinned(void* ptr) = 0;
+
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;  // host_src reusable on return
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;  // waits for the data
+  virtual void download_async(void* pinned_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void zero(void* dst, std::size_t bytes) = 0;
+
+  virtual std::unique_ptr<Event> record_event() = 0;
+  virtual void synchronize() = 0;
+  virtual void* native_stream() { return nullptr; }  // cudaStream_t of the cuda backend
+
+  // Kernels ------------------------------------------------------------------------------
+  virtual void cast(const CastArgs& a) = 0;
+  virtual void fill(const FillArgs& a) = 0;
+  virtual void gather_batch(const GatherArgs& a) = 0;
+  virtual void sum(const SumArgs& a) = 0;
+  virtual void gemm(const GemmArgs& a) = 0;
+  virtual void bias_act(const BiasActArgs& a) = 0;
+  virtual void act_backward(const ActBackwardArgs& a) = 0;
+  virtual void bias_grad(const BiasGradArgs& a) = 0;
+  virtual void cross_entropy(const CrossEntropyArgs& a) = 0;
+  virtual void unscale_check_norm(const UnscaleArgs& a) = 0;
+  virtual void finalize_grad_stats(const FinalizeArgs& a) = 0;
+  virtual void update_scaler(const ScalerUpdateArgs& a) = 0;
+  virtual void sgd_step(const SgdArgs& a) = 0;
+  virtual void adamw_step(const AdamWArgs& a) = 0;
+  // Number of partial-norm slots unscale_check_norm fills for `num_chunks` chunks.
+  virtual std::int32_t grad_stats_blocks(std::int32_t num_chunks) const = 0;
+};
+
+// Host <-> tensor helpers (tests, checkpoints, initialisation).
+template <class T> void upload(Backend& b, const Tensor& dst, const std::vector<T>& host) {
+  HT_ASSERT(host.size() * sizeof(T) == dst.bytes());
+  b.upload(dst.data(), host.data(), dst.bytes());
+}
+template <class T> std::vector<T> download(Backend& b, const Tensor& src) {
+  HT_ASSERT(src.bytes() % sizeof(T) == 0);
+  std::vector<T> host(src.bytes() / sizeof(T));
+  b.download(host.data(), src.data(), src.bytes());
+  return host;
+}
+
+// Device selection ------------------------------------------------------------------------
+enum class DeviceChoice { cpu, simt, cuda, auto_ };
+DeviceChoice parse_device(std::string_view name);  // throws naming the flag value
+bool cuda_available();                             // a GPU and a CUDA build are both present
+std::unique_ptr<Backend> make_backend(DeviceChoice choice, int local_rank = 0);
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace ht

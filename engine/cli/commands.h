@@ -1,0 +1,15 @@
+// The subcommands of the halftape binary. Each registers its flags on a CLI11 subcommand and
+// returns the function to run once parsing succeeded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace ht::cli {
+
+using Command = std::function<int()>;
+
+Command add_train_command(CLI::App& app);
+
+}  // namespace ht::cli

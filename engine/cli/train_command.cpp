@@ -1,0 +1,149 @@
+// `halftape train`: flags -> TrainConfig -> Trainer.
+#include "comm/communicator.h"
+#include "engine/cli/commands.h"
+#include "engine/data/dataset.h"
+#include "engine/error.h"
+#include "engine/trainer.h"
+
+#include <fmt/core.h>
+
+#include <iostream>
+#include <memory>
+
+namespace ht::cli {
+
+namespace {
+
+struct TrainFlags {
+  TrainConfig config;
+  std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "constant";
+  std::string loss_scale = "dynamic", inject_overflow;
+  std::vector<std::int64_t> hidden = {512, 512};
+  std::int64_t steps = -1;
+  bool no_shuffle = false, nesterov = false, no_progress = false;
+  float lr = 1e-3f, momentum = 0, weight_decay = -1;
+};
+
+TrainConfig to_config(const TrainFlags& f) {
+  TrainConfig c = f.config;
+  c.device = parse_device(f.device);
+  const std::optional<DType> dt = parse_dtype(f.precision);
+  c.precision = *dt == DType::f32 ? Precision::fp32 : (*dt == DType::f16 ? Precision::fp16 : Precision::bf16);
+  c.activation = f.activation == "gelu" ? Activation::gelu : Activation::relu;
+  c.hidden = f.hidden;
+  if (f.steps >= 0) c.steps = f.steps;
+  c.shuffle = !f.no_shuffle;
+  c.progress_bar = !f.no_progress;
+  c.optimizer.kind = f.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  c.optimizer.sgd.momentum = f.momentum;
+  c.optimizer.sgd.nesterov = f.nesterov ? 1 : 0;
+  if (f.weight_decay >= 0) {
+    c.optimizer.sgd.weight_decay = f.weight_decay;
+    c.optimizer.adamw.weight_decay = f.weight_decay;
+  }
+  c.schedule.kind = f.schedule == "cosine" ? LrSchedule::cosine : LrSchedule::constant;
+  c.schedule.base_lr = f.lr;
+  if (f.loss_scale != "dynamic") {
+    std::size_t used = 0;
+    float value = 0;
+    try {
+      value = std::stof(f.loss_scale, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    HT_CHECK(used == f.loss_scale.size() && value > 0 && std::isfinite(value),
+             "--loss-scale: '{}' is neither 'dynamic' nor a positive number", f.loss_scale);
+    c.scaler.dynamic = 0;
+    c.scaler.init_scale = value;
+    c.scaler.min_scale = std::min(c.scaler.min_scale, value);
+  }
+  if (!f.inject_overflow.empty()) c.inject_overflow = parse_overflow_injections(f.inject_overflow);
+  c.validate();
+  return c;
+}
+
+int run_train(const TrainFlags& flags) {
+  const TrainConfig config = to_config(flags);
+  std::unique_ptr<Communicator> comm = make_single_process_communicator();
+  std::unique_ptr<Backend> backend = make_backend(config.device, comm->local_rank());
+  const DataSplit data = load_data(config.data, config.synthetic);
+  std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
+  if (log) {
+    *log << fmt::format("halftape train | {} | {} | {} ({} train / {} test) | mlp {}-{}-{} {} | {} | world {}\n",
+                        backend->description(), precision_name(config.precision), config.data, data.train.samples,
+                        data.test.samples, data.train.features, fmt::join(config.hidden, "-"), data.train.classes,
+                        flags.activation, optimizer_name(config.optimizer.kind), comm->world_size());
+  }
+  Trainer trainer(config, *backend, *comm, data, log);
+  const TrainSummary summary = trainer.run();
+  if (log) {
+    const EvalSummary& last = summary.evals.back();
+    *log << fmt::format("done: {} steps ({} skipped) in {:.1f} s | test accuracy {:.2f}% | test loss {:.4f}\n",
+                        summary.steps.size(), summary.skipped_steps, summary.seconds, 100.0 * last.test_accuracy,
+                        last.test_loss);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  TrainFlags& f = *flags;
+  TrainConfig& c = f.config;
+  CLI::App* t = app.add_subcommand("train", "Train an MLP classifier (Fashion-MNIST by default)");
+  t->add_option("--device", f.device, "cpu | simt | cuda | auto (cuda when a GPU is present, else cpu)")
+      ->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))
+      ->capture_default_str();
+  t->add_option("--precision", f.precision, "fp32 | fp16 (with loss scaling) | bf16")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
+  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic")->capture_default_str();
+  t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--synthetic-features", c.synthetic.features, "features of --data synthetic")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--hidden", f.hidden, "hidden layer sizes, comma-separated")->delimiter(',')->capture_default_str();
+  t->add_option("--activation", f.activation, "relu | gelu (tanh form)")
+      ->check(CLI::IsMember({"relu", "gelu"}))->capture_default_str();
+  t->add_option("--epochs", c.epochs, "passes over the training set")->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--steps", f.steps, "stop after N optimizer steps (overrides --epochs; 0: init, eval, save)")
+      ->check(CLI::NonNegativeNumber);
+  t->add_option("--batch-size", c.batch_size, "samples per micro-batch, per rank")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--accum-steps", c.accum_steps, "micro-batches per optimizer step")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--optimizer", f.optimizer, "sgd | adamw")->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
+  t->add_option("--lr", f.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--momentum", f.momentum, "SGD momentum")->check(CLI::Range(0.0f, 0.9999f))->capture_default_str();
+  t->add_flag("--nesterov", f.nesterov, "SGD Nesterov momentum");
+  t->add_option("--weight-decay", f.weight_decay, "L2 (sgd) or decoupled (adamw) weight decay [sgd 0, adamw 0.01]")
+      ->check(CLI::NonNegativeNumber);
+  t->add_option("--schedule", f.schedule, "constant | cosine (after --warmup-steps linear warmup)")
+      ->check(CLI::IsMember({"constant", "cosine"}))->capture_default_str();
+  t->add_option("--warmup-steps", c.schedule.warmup_steps, "linear LR warmup steps")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  t->add_option("--clip-grad-norm", c.clip_grad_norm, "clip the global gradient norm to this (0: off)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  t->add_option("--loss-scale", f.loss_scale, "dynamic | a static scale (fp16 only)")->capture_default_str();
+  t->add_option("--init-scale", c.scaler.init_scale, "initial dynamic loss scale")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--growth-interval", c.scaler.growth_interval, "finite steps before the scale grows")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--hysteresis", c.scaler.hysteresis, "overflows tolerated before the scale backs off")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--min-scale", c.scaler.min_scale, "the scale never backs off below this")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--seed", c.seed, "seed of the initial weights and the data order")->capture_default_str();
+  t->add_option("--log-every", c.log_every, "log (and read back from the device) every N steps")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
+  t->add_option("--metrics", c.metrics_path, "write JSON Lines metrics to FILE");
+  t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR");
+  t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(CLI::NonNegativeNumber);
+  t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
+  t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
+  return [flags] { return run_train(*flags); };
+}
+
+}  // namespace ht::cli

@@ -1,0 +1,99 @@
+// Element types and their exact IEEE conversions.
+//
+// fp16 (binary16) and bf16 are stored as raw 16-bit patterns. Conversions from fp32 round to
+// nearest even, overflow to inf, keep subnormals, and turn every NaN into the canonical
+// pattern 0x7fff, which is what cuda_fp16.h / cuda_bf16.h produce, so the CPU backend and the
+// GPU kernels agree bit for bit on every input. Widening to fp32 is exact.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ht {
+
+enum class DType : std::uint8_t { f32, f16, bf16 };
+
+constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+std::string_view dtype_name(DType t);                      // "fp32", "fp16", "bf16"
+std::optional<DType> parse_dtype(std::string_view name);   // inverse of dtype_name
+
+constexpr std::uint16_t canonical_nan16 = 0x7fff;
+
+constexpr std::uint16_t f32_to_f16_bits(float value) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return canonical_nan16;
+  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to inf
+  if (ax >= 0x38800000u) {                                                  // fp16 normal range
+    // Round the 13 dropped mantissa bits to nearest even; a carry moves into the exponent.
+    const std::uint32_t rounded = ax + 0x0fffu + ((ax >> 13) & 1u);
+    return static_cast<std::uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
+  }
+  // fp16 subnormal (units of 2^-24) or zero.
+  const std::uint32_t exponent = ax >> 23;
+  if (exponent < 102) return static_cast<std::uint16_t>(sign);  // below 2^-25: rounds to zero
+  const std::uint32_t mantissa = (ax & 0x7fffffu) | 0x800000u;
+  const std::uint32_t shift = 126u - exponent;  // 14..24
+  std::uint32_t m = mantissa >> shift;
+  const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
+  const std::uint32_t halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (m & 1u))) ++m;  // may carry into the smallest normal
+  return static_cast<std::uint16_t>(sign | m);
+}
+
+constexpr float f16_bits_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu;
+  std::uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) {
+    return std::bit_cast<float>(mantissa ? 0x7fffffffu : (sign | 0x7f800000u));
+  }
+  if (exponent == 0) {
+    if (mantissa == 0) return std::bit_cast<float>(sign);
+    int e = -1;  // normalise the subnormal
+    do {
+      ++e;
+      mantissa <<= 1;
+    } while ((mantissa & 0x400u) == 0);
+    return std::bit_cast<float>(sign | ((112u - e) << 23) | ((mantissa & 0x3ffu) << 13));
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+constexpr std::uint16_t f32_to_bf16_bits(float value) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return canonical_nan16;
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+constexpr float bf16_bits_to_f32(std::uint16_t b) {
+  if ((b & 0x7fffu) > 0x7f80u) return std::bit_cast<float>(0x7fffffffu);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+// Storage types for the CPU backend; layout-compatible with __half and __nv_bfloat16.
+struct f16 {
+  std::uint16_t bits = 0;
+  static constexpr f16 from(float v) { return f16{f32_to_f16_bits(v)}; }
+  constexpr operator float() const { return f16_bits_to_f32(bits); }
+};
+struct bf16 {
+  std::uint16_t bits = 0;
+  static constexpr bf16 from(float v) { return bf16{f32_to_bf16_bits(v)}; }
+  constexpr operator float() const { return bf16_bits_to_f32(bits); }
+};
+
+// Rounds an fp32 value to the nearest value representable in `t` (identity for fp32).
+constexpr float round_to(DType t, float v) {
+  switch (t) {
+    case DType::f16: return f16_bits_to_f32(f32_to_f16_bits(v));
+    case DType::bf16: return bf16_bits_to_f32(f32_to_bf16_bits(v));
+    default: return v;
+  }
+}
+
+}  // namespace ht

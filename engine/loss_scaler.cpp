@@ -1,0 +1,66 @@
+#include "engine/loss_scaler.h"
+
+namespace ht {
+
+namespace {
+constexpr std::int64_t kGradChunk = 1 << 16;  // elements per chunk of the unscale pass
+}
+
+LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled)
+    : backend_(backend), params_(params), config_(config), enabled_(scaling_enabled) {
+  HT_CHECK(config.init_scale > 0 && std::isfinite(config.init_scale), "--init-scale must be positive and finite");
+  HT_CHECK(config.growth_factor > 1, "loss scaler growth factor must be > 1");
+  HT_CHECK(config.backoff_factor > 0 && config.backoff_factor < 1, "loss scaler backoff factor must be in (0, 1)");
+  HT_CHECK(config.growth_interval > 0, "--growth-interval must be positive");
+  HT_CHECK(config.hysteresis > 0, "--hysteresis must be positive");
+  HT_CHECK(config.min_scale > 0 && config.min_scale <= config.init_scale,
+           "--min-scale ({}) must be positive and at most the initial scale ({})", config.min_scale, config.init_scale);
+  if (!enabled_) config_.dynamic = 0;
+
+  DeviceStepState initial;
+  initial.scaler = initial_scaler_state(config_, enabled_);
+  state_ = backend.buffer(sizeof(DeviceStepState));
+  backend.upload(state_.data(), &initial, sizeof(initial));
+
+  const std::vector<GradChunk> chunks = params.chunks(kGradChunk);
+  num_chunks_ = static_cast<std::int32_t>(chunks.size());
+  chunks_ = backend.buffer(chunks.size() * sizeof(GradChunk));
+  if (!chunks.empty()) backend.upload(chunks_.data(), chunks.data(), chunks.size() * sizeof(GradChunk));
+  block_norm2_ = backend.zeros(Shape{std::max(1, backend.grad_stats_blocks(num_chunks_))}, DType::f32);
+  tensor_nonfinite_ = backend.buffer(params.params().size() * sizeof(std::int32_t));
+}
+
+void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_log) {
+  HT_CHECK(stage_ == Stage::ready, "LossScaler: unscale() has already been called since the last update()");
+  const std::int32_t blocks = backend_.grad_stats_blocks(num_chunks_);
+  auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
+  backend_.unscale_check_norm({params_.grads().data_as<float>(), chunks_.data_as<GradChunk>(), num_chunks_, state(),
+                               block_norm2_.data_as<float>(), blocks, flags});
+  backend_.finalize_grad_stats({block_norm2_.data_as<float>(), blocks, flags,
+                                static_cast<std::int32_t>(params_.params().size()), nonfinite_log, max_grad_norm,
+                                schedule, state()});
+  stage_ = Stage::unscaled;
+}
+
+void LossScaler::step(Optimizer& optimizer) {
+  HT_CHECK(stage_ != Stage::stepped, "LossScaler: step() has already been called since the last update()");
+  HT_CHECK(stage_ == Stage::unscaled, "LossScaler: step() needs unscale() first (the skip decision comes from it)");
+  optimizer.step(state());
+  stage_ = Stage::stepped;
+}
+
+void LossScaler::update(StepRecord* record) {
+  HT_CHECK(stage_ == Stage::stepped, "LossScaler: update() called before step()");
+  backend_.update_scaler({state(), config_, record});
+  stage_ = Stage::ready;
+}
+
+DeviceStepState LossScaler::read_state() const {
+  DeviceStepState s;
+  backend_.download(&s, state(), sizeof(s));
+  return s;
+}
+
+void LossScaler::write_state(const DeviceStepState& s) { backend_.upload(state(), &s, sizeof(s)); }
+
+}  // namespace ht

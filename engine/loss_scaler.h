@@ -1,0 +1,54 @@
+// LossScaler: torch.amp.GradScaler for halftape, with its state on the device.
+//
+// A step goes  unscale() -> optimizer step -> update(), exactly once each, as in PyTorch:
+//   unscale()  one pass over the gradient arena: ×1/scale, per-tensor inf/NaN flags, the global
+//              norm; then one block computes found_inf, the clip coefficient, the LR and t.
+//   step       the optimizer kernels read found_inf on the device and skip the update if set.
+//   update()   GradScaler's rule (see update_loss_scale): back off on overflow, grow after
+//              growth_interval clean steps; and the step's StepRecord is written.
+// Calling unscale() twice, or stepping twice, before update() is an error, as in PyTorch.
+// When scaling is off (fp32, bf16) the scale is 1 and never changes, but the check still runs:
+// a non-finite gradient skips the step rather than poisoning the weights.
+#pragma once
+
+#include "engine/backend.h"
+#include "engine/optimizer.h"
+#include "engine/params.h"
+#include "kernels/step_state.h"
+
+namespace ht {
+
+class LossScaler {
+ public:
+  LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled);
+
+  bool scaling_enabled() const { return enabled_; }
+  const LossScalerConfig& config() const { return config_; }
+  DeviceStepState* state() const { return state_.data_as<DeviceStepState>(); }  // on the device
+  const float* scale() const { return &state()->scaler.scale; }                 // on the device
+  std::int32_t* found_inf() const { return &state()->control.found_inf; }       // on the device
+
+  // nonfinite_log: (num params) int32 on the device, receives this step's per-tensor flags.
+  void unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_log);
+  void step(Optimizer& optimizer);     // the optimizer's update, skipped on the device on overflow
+  void update(StepRecord* record);     // record: this step's slot on the device
+
+  // Host copy of the device state (synchronises; for checkpoints and tests).
+  DeviceStepState read_state() const;
+  void write_state(const DeviceStepState& s);
+
+ private:
+  enum class Stage { ready, unscaled, stepped };
+  Backend& backend_;
+  const ParamArena& params_;
+  LossScalerConfig config_;
+  bool enabled_;
+  Stage stage_ = Stage::ready;
+  Tensor state_;            // one DeviceStepState
+  Tensor chunks_;           // GradChunk table of the arena
+  std::int32_t num_chunks_ = 0;
+  Tensor block_norm2_;      // partial sums of squares
+  Tensor tensor_nonfinite_; // per-parameter flags
+};
+
+}  // namespace ht

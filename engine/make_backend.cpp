@@ -1,0 +1,57 @@
+// Device selection. The simt and cuda backends are compiled only when the CUDA toolkit is
+// present (HALFTAPE_HAVE_SIMT / HALFTAPE_HAVE_CUDA); this file is the one place that knows.
+#include "engine/backend.h"
+
+#include "engine/error.h"
+
+namespace ht {
+
+#if HALFTAPE_HAVE_SIMT
+namespace gpu::simt { std::unique_ptr<Backend> make_gpu_backend(int local_rank); }
+#endif
+#if HALFTAPE_HAVE_CUDA
+namespace gpu::cuda {
+std::unique_ptr<Backend> make_gpu_backend(int local_rank);
+int device_count();
+}  // namespace gpu::cuda
+#endif
+
+DeviceChoice parse_device(std::string_view name) {
+  if (name == "cpu") return DeviceChoice::cpu;
+  if (name == "simt") return DeviceChoice::simt;
+  if (name == "cuda") return DeviceChoice::cuda;
+  if (name == "auto") return DeviceChoice::auto_;
+  fail(fmt::format("--device: '{}' is not one of cpu, simt, cuda, auto", name));
+}
+
+bool cuda_available() {
+#if HALFTAPE_HAVE_CUDA
+  return gpu::cuda::device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(DeviceChoice choice, int local_rank) {
+  switch (choice) {
+    case DeviceChoice::cpu: return make_cpu_backend();
+    case DeviceChoice::simt:
+#if HALFTAPE_HAVE_SIMT
+      return gpu::simt::make_gpu_backend(local_rank);
+#else
+      fail("--device simt: this build has no SIMT emulator (it was built without the CUDA toolkit headers)");
+#endif
+    case DeviceChoice::cuda:
+#if HALFTAPE_HAVE_CUDA
+      HT_CHECK(gpu::cuda::device_count() > 0, "--device cuda: no CUDA GPU is visible on this machine");
+      return gpu::cuda::make_gpu_backend(local_rank);
+#else
+      fail("--device cuda: this build has no CUDA backend (it was built without nvcc)");
+#endif
+    case DeviceChoice::auto_:
+      return cuda_available() ? make_backend(DeviceChoice::cuda, local_rank) : make_cpu_backend();
+  }
+  fail("internal error: unknown device");
+}
+
+}  // namespace ht

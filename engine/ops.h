@@ -1,0 +1,41 @@
+// The ops of the tape, under the precision policy (see docs/numerics.md):
+//   linear       y = act(x·Wᵀ + b); x, W, b and y in the compute dtype, FP32 accumulation;
+//                its backward adds dW and db into the FP32 gradient arena.
+//   cross_entropy  mean softmax cross-entropy over the rows, forward and logit gradient fused,
+//                FP32 math on the (low-precision) logits, gradient scaled by the loss scale.
+#pragma once
+
+#include "engine/backend.h"
+#include "engine/params.h"
+#include "engine/tape.h"
+
+namespace ht {
+
+struct OpContext {
+  Backend& backend;
+  const ParamArena& params;
+  Tape* tape = nullptr;  // nullptr: inference, nothing is recorded
+};
+
+struct LinearLayer {
+  int weight = -1;  // parameter indices in the arena
+  int bias = -1;
+  Activation act = Activation::none;
+};
+
+// x: (rows, in) compute dtype -> (rows, out) compute dtype.
+Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer);
+
+struct CrossEntropyTargets {
+  const std::int32_t* labels = nullptr;  // (rows) on the device
+  const float* loss_scale = nullptr;     // (1) on the device; nullptr means 1
+  float grad_divisor = 1;                // rows × accumulation steps
+  float* loss_sum = nullptr;             // (1) on the device: += loss_weight × Σ row losses
+  float loss_weight = 1;
+  float* correct_sum = nullptr;          // (1) on the device: += number of correct rows; optional
+};
+
+// logits: (rows, classes). Records the fused gradient on the tape (when there is one).
+void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets& targets);
+
+}  // namespace ht

@@ -1,0 +1,54 @@
+// Flat parameter arenas. Every parameter is a view into three arenas of the same layout:
+//   master  - FP32 weights the optimizer updates;
+//   working - the low-precision copy the forward pass reads (the master itself in fp32 mode);
+//   grads   - FP32 gradients, accumulated (+=) across micro-batches.
+// One flat buffer makes the optimizer one launch, the overflow check one launch, and an
+// allreduce bucket a slice of the gradient arena with nothing copied.
+#pragma once
+
+#include "engine/backend.h"
+#include "kernels/grad_stats.h"
+
+#include <string>
+#include <vector>
+
+namespace ht {
+
+struct ParamInfo {
+  std::string name;     // "layers.0.weight", as in a PyTorch state_dict
+  Shape shape;          // [out, in] for a weight, as torch.nn.Linear
+  std::int64_t offset;  // in elements, a multiple of ParamArena::alignment
+};
+
+class ParamArena {
+ public:
+  static constexpr std::int64_t alignment = 128;  // elements; 512 B of fp32, keeps GEMM loads aligned
+
+  int add(std::string name, Shape shape);   // only before allocate()
+  void allocate(Backend& backend, DType working_dtype);
+
+  const std::vector<ParamInfo>& params() const { return params_; }
+  std::int64_t size() const { return size_; }  // elements, padding included
+  std::int64_t numel() const;                  // elements, padding excluded
+  DType working_dtype() const { return working_.dtype(); }
+  bool has_separate_working_copy() const { return working_dtype() != DType::f32; }
+
+  const Tensor& master() const { return master_; }
+  const Tensor& working() const { return working_; }
+  const Tensor& grads() const { return grads_; }
+  Tensor master(int i) const { return view(master_, i); }
+  Tensor working(int i) const { return view(working_, i); }
+  Tensor grad(int i) const { return view(grads_, i); }
+
+  void refresh_working_copy(Backend& backend) const;  // working = round(master)
+  // Slices of at most `max_chunk` elements that never straddle two parameters.
+  std::vector<GradChunk> chunks(std::int64_t max_chunk) const;
+
+ private:
+  Tensor view(const Tensor& arena, int i) const;
+  std::vector<ParamInfo> params_;
+  std::int64_t size_ = 0;
+  Tensor master_, working_, grads_;
+};
+
+}  // namespace ht

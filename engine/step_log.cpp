@@ -1,0 +1,188 @@
+#include "engine/step_log.h"
+
+#include "engine/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+
+namespace ht {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<std::int64_t>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+// JSON has no inf/NaN; a non-finite number is written as null.
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
+StepLog::StepLog(Backend& backend, StepLogConfig config)
+    : backend_(backend),
+      config_(std::move(config)),
+      ring_(2 * config_.log_every),
+      flags_per_step_(std::max<std::size_t>(1, config_.param_names.size())) {
+  records_ = backend.buffer(static_cast<std::size_t>(ring_) * sizeof(StepRecord));
+  flags_ = backend.buffer(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t));
+  host_records_ = static_cast<StepRecord*>(backend.allocate_pinned(static_cast<std::size_t>(ring_) * sizeof(StepRecord)));
+  host_flags_ = static_cast<std::int32_t*>(
+      backend.allocate_pinned(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t)));
+  if (!config_.metrics_path.empty()) {
+    metrics_.open(config_.metrics_path, std::ios::out | std::ios::trunc);
+    HT_CHECK(metrics_.good(), "--metrics {}: cannot open for writing", config_.metrics_path);
+  }
+  start_time_ = last_log_time_ = now_seconds();
+}
+
+StepLog::~StepLog() {
+  backend_.free_pinned(host_records_);
+  backend_.free_pinned(host_flags_);
+}
+
+StepRecord* StepLog::record_slot(std::int64_t step) const {
+  return records_.data_as<StepRecord>() + (step - 1) % ring_;
+}
+
+std::int32_t* StepLog::nonfinite_slot(std::int64_t step) const {
+  return flags_.data_as<std::int32_t>() + static_cast<std::size_t>((step - 1) % ring_) * flags_per_step_;
+}
+
+void StepLog::step_queued(std::int64_t step, std::int64_t epoch) {
+  HT_ASSERT(step == queued_through_ + 1);
+  queued_through_ = step;
+  epoch_of_step_[step] = epoch;
+  if (step % config_.log_every == 0) enqueue_copy(step);
+  // Log whatever has arrived; never let more than one batch be in flight, so the ring
+  // (two batches deep) is never overwritten before it is read.
+  while (!pending_.empty() && (pending_.size() > 1 || pending_.front().copied->ready())) {
+    process(pending_.front());
+    pending_.pop_front();
+  }
+  if (config_.progress_bar && config_.human) {
+    const std::int64_t in_epoch = (step - 1) % config_.steps_per_epoch + 1;
+    constexpr int kWidth = 30;
+    const auto filled = static_cast<int>(kWidth * in_epoch / config_.steps_per_epoch);
+    *config_.human << fmt::format("\r  epoch {} [{:#<{}}{:.<{}}] {}/{}", epoch, "", filled, "", kWidth - filled, in_epoch,
+                                  config_.steps_per_epoch)
+                   << std::flush;
+    progress_visible_ = true;
+  }
+}
+
+void StepLog::enqueue_copy(std::int64_t last_step) {
+  const std::int64_t first = copied_through_ + 1;
+  if (first > last_step) return;
+  for (std::int64_t s = first; s <= last_step; ++s) {
+    const std::int64_t slot = (s - 1) % ring_;
+    backend_.download_async(host_records_ + slot, record_slot(s), sizeof(StepRecord));
+    backend_.download_async(host_flags_ + static_cast<std::size_t>(slot) * flags_per_step_, nonfinite_slot(s),
+                            flags_per_step_ * sizeof(std::int32_t));
+  }
+  pending_.push_back({first, last_step, backend_.record_event()});
+  copied_through_ = last_step;
+}
+
+void StepLog::drain() {
+  enqueue_copy(queued_through_);
+  for (Pending& p : pending_) process(p);
+  pending_.clear();
+}
+
+void StepLog::clear_progress() {
+  if (progress_visible_ && config_.human) *config_.human << "\r\033[K";
+  progress_visible_ = false;
+}
+
+void StepLog::message(const std::string& line) {
+  if (!config_.human) return;
+  clear_progress();
+  *config_.human << line << '\n' << std::flush;
+}
+
+void StepLog::process(Pending& p) {
+  p.copied->wait();
+  const double now = now_seconds();
+  const double rate = static_cast<double>((p.last_step - last_log_step_) * config_.samples_per_step) /
+                      std::max(1e-9, now - last_log_time_);
+  double interval_loss = 0;
+  std::int64_t interval_count = 0;
+  for (std::int64_t s = p.first_step; s <= p.last_step; ++s) {
+    const std::int64_t slot = (s - 1) % ring_;
+    StepSummary summary;
+    summary.step = s;
+    summary.epoch = epoch_of_step_.at(s);
+    epoch_of_step_.erase(s);
+    summary.record = host_records_[slot];
+    summary.samples_per_s = rate;
+    const StepRecord& r = summary.record;
+    if (std::isfinite(r.loss)) {
+      auto& [sum, count] = epoch_loss_[summary.epoch];
+      sum += r.loss;
+      ++count;
+      interval_loss += r.loss;
+      ++interval_count;
+    }
+    last_consecutive_skips_ = r.consecutive_skips;
+    if (r.skipped) {
+      ++skipped_total_;
+      const std::int32_t* flags = host_flags_ + static_cast<std::size_t>(slot) * flags_per_step_;
+      for (std::size_t t = 0; t < config_.param_names.size(); ++t)
+        if (flags[t]) summary.nonfinite_tensors.push_back(config_.param_names[t]);
+      message(fmt::format("step {}: skipped, non-finite gradients in {}; loss scale was {:g}", s,
+                          summary.nonfinite_tensors.empty() ? std::string("(none flagged)")
+                                                            : fmt::format("{}", fmt::join(summary.nonfinite_tensors, ", ")),
+                          r.loss_scale));
+    }
+    if (metrics_.is_open()) {
+      const nlohmann::json j = {{"step", s},
+                                {"epoch", summary.epoch},
+                                {"loss", number(r.loss)},
+                                {"loss_scale", number(r.loss_scale)},
+                                {"grad_norm", number(r.grad_norm)},
+                                {"skipped", r.skipped != 0},
+                                {"lr", number(r.lr)},
+                                {"samples_per_s", number(rate)}};
+      metrics_ << j.dump() << '\n';
+    }
+    history_.push_back(std::move(summary));
+  }
+  if (metrics_.is_open()) metrics_.flush();
+  if (p.last_step % config_.log_every == 0 || p.last_step == config_.total_steps) {
+    const StepRecord& last = host_records_[(p.last_step - 1) % ring_];
+    const double elapsed = now - start_time_;
+    const double eta = elapsed / static_cast<double>(p.last_step) * static_cast<double>(config_.total_steps - p.last_step);
+    message(fmt::format("step {:>{}}/{} | epoch {} | loss {:.4f} | scale {:g} | grad norm {:.3g} | skipped {} | lr {:.3g} | "
+                        "{:.0f} samples/s | ETA {}",
+                        p.last_step, fmt::formatted_size("{}", config_.total_steps), config_.total_steps,
+                        history_.back().epoch, interval_count ? interval_loss / static_cast<double>(interval_count) : NAN,
+                        last.loss_scale, last.grad_norm, skipped_total_, last.lr, rate, format_duration(eta)));
+  }
+  last_log_time_ = now;
+  last_log_step_ = p.last_step;
+}
+
+double StepLog::epoch_mean_loss(std::int64_t epoch) const {
+  auto it = epoch_loss_.find(epoch);
+  return it == epoch_loss_.end() || it->second.second == 0 ? NAN : it->second.first / static_cast<double>(it->second.second);
+}
+
+void StepLog::eval(const EvalSummary& e) {
+  drain();
+  if (metrics_.is_open()) {
+    const nlohmann::json j = {{"event", "eval"},         {"epoch", e.epoch},
+                              {"step", e.step},          {"train_loss", number(e.train_loss)},
+                              {"test_loss", number(e.test_loss)}, {"test_accuracy", number(e.test_accuracy)}};
+    metrics_ << j.dump() << '\n' << std::flush;
+  }
+  message(fmt::format("eval  epoch {} (step {}) | train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%", e.epoch,
+                      e.step, e.train_loss, e.test_loss, 100.0 * e.test_accuracy));
+}
+
+}  // namespace ht

@@ -1,0 +1,99 @@
+// StepLog: how per-step numbers get from the device to the log without stalling the step.
+//
+// Each optimizer step writes a StepRecord (and its per-tensor overflow flags) into a ring on
+// the device. Every log_every steps the finished slots are copied asynchronously into pinned
+// host memory; they are read once their copy has completed, usually at the next log point, so
+// the host never waits on the step it just queued. Rank 0 then prints the human log (fmt) and
+// writes one JSON Lines record per step to --metrics.
+#pragma once
+
+#include "engine/backend.h"
+#include "kernels/step_state.h"
+
+#include <cstdint>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ht {
+
+struct StepSummary {
+  std::int64_t step = 0;   // 1-based optimizer step, skipped steps included
+  std::int64_t epoch = 0;  // 1-based
+  StepRecord record;
+  double samples_per_s = 0;
+  std::vector<std::string> nonfinite_tensors;  // names, when the step was skipped
+};
+
+struct EvalSummary {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  double train_loss = 0;    // mean over the epoch's steps (this rank)
+  double test_loss = 0;
+  double test_accuracy = 0; // fraction in [0, 1]
+};
+
+struct StepLogConfig {
+  std::int64_t log_every = 50;
+  std::int64_t total_steps = 0;
+  std::int64_t steps_per_epoch = 1;
+  std::int64_t samples_per_step = 0;        // over all ranks
+  std::vector<std::string> param_names;
+  std::ostream* human = nullptr;            // nullptr on ranks other than 0
+  std::string metrics_path;                 // empty: none (always empty on ranks other than 0)
+  bool progress_bar = false;
+};
+
+class StepLog {
+ public:
+  StepLog(Backend& backend, StepLogConfig config);
+  ~StepLog();
+
+  StepRecord* record_slot(std::int64_t step) const;          // on the device
+  std::int32_t* nonfinite_slot(std::int64_t step) const;     // on the device, one flag per parameter
+  void step_queued(std::int64_t step, std::int64_t epoch);   // the step's kernels are queued
+  void drain();                                              // wait for and log every queued step
+  void eval(const EvalSummary& e);                           // drains first
+
+  const std::vector<StepSummary>& history() const { return history_; }
+  double epoch_mean_loss(std::int64_t epoch) const;
+  std::int64_t skipped_total() const { return skipped_total_; }
+  std::int32_t last_consecutive_skips() const { return last_consecutive_skips_; }
+  void message(const std::string& line);  // a line for the human log (rank 0)
+
+ private:
+  struct Pending {
+    std::int64_t first_step, last_step;
+    std::unique_ptr<Event> copied;
+  };
+  void enqueue_copy(std::int64_t last_step);
+  void process(Pending& p);
+  void clear_progress();
+
+  Backend& backend_;
+  StepLogConfig config_;
+  std::int64_t ring_;                  // slots
+  std::size_t flags_per_step_;
+  Tensor records_, flags_;             // device rings
+  StepRecord* host_records_ = nullptr; // pinned mirrors
+  std::int32_t* host_flags_ = nullptr;
+  std::deque<Pending> pending_;
+  std::map<std::int64_t, std::int64_t> epoch_of_step_;
+  std::int64_t queued_through_ = 0, copied_through_ = 0;
+  std::vector<StepSummary> history_;
+  std::map<std::int64_t, std::pair<double, std::int64_t>> epoch_loss_;  // epoch -> (sum, count)
+  std::int64_t skipped_total_ = 0;
+  std::int32_t last_consecutive_skips_ = 0;
+  std::ofstream metrics_;
+  double start_time_, last_log_time_;
+  std::int64_t last_log_step_ = 0;
+  bool progress_visible_ = false;
+};
+
+double now_seconds();
+
+}  // namespace ht

@@ -1,0 +1,68 @@
+#include "engine/train_config.h"
+
+#include "engine/error.h"
+
+#include <charconv>
+
+namespace ht {
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::fp16: return DType::f16;
+    case Precision::bf16: return DType::bf16;
+    default: return DType::f32;
+  }
+}
+
+namespace {
+template <class T> bool parse_int(std::string_view s, T& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+}  // namespace
+
+std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec) {
+  std::vector<OverflowInjection> out;
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string_view item(spec.data() + pos, comma - pos);
+    const std::size_t colon = item.find(':');
+    OverflowInjection inj;
+    const bool ok = parse_int(item.substr(0, colon), inj.step) && inj.step >= 1 &&
+                    (colon == std::string_view::npos || (parse_int(item.substr(colon + 1), inj.rank) && inj.rank >= 0));
+    HT_CHECK(ok, "--inject-overflow: '{}' is not STEP[:RANK] with STEP >= 1 and RANK >= 0", item);
+    out.push_back(inj);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+void TrainConfig::validate() const {
+  HT_CHECK(batch_size >= 1, "--batch-size must be at least 1, got {}", batch_size);
+  HT_CHECK(accum_steps >= 1, "--accum-steps must be at least 1, got {}", accum_steps);
+  HT_CHECK(epochs >= 1 || steps.has_value(), "--epochs must be at least 1, got {}", epochs);
+  HT_CHECK(!steps || *steps >= 0, "--steps must be >= 0, got {}", steps.value_or(0));
+  HT_CHECK(eval_batch_size >= 1, "--eval-batch-size must be at least 1");
+  HT_CHECK(log_every >= 1, "--log-every must be at least 1, got {}", log_every);
+  HT_CHECK(save_every >= 0, "--save-every must be >= 0, got {}", save_every);
+  HT_CHECK(save_every == 0 || !save_dir.empty(), "--save-every needs --save DIR");
+  HT_CHECK(schedule.base_lr > 0 && std::isfinite(schedule.base_lr), "--lr must be positive, got {}", schedule.base_lr);
+  HT_CHECK(schedule.warmup_steps >= 0, "--warmup-steps must be >= 0");
+  HT_CHECK(optimizer.sgd.momentum >= 0 && optimizer.sgd.momentum < 1, "--momentum must be in [0, 1)");
+  HT_CHECK(optimizer.sgd.weight_decay >= 0 && optimizer.adamw.weight_decay >= 0, "--weight-decay must be >= 0");
+  HT_CHECK(!optimizer.sgd.nesterov || optimizer.sgd.momentum > 0, "--nesterov needs --momentum > 0");
+  HT_CHECK(clip_grad_norm >= 0, "--clip-grad-norm must be >= 0");
+  for (std::int64_t h : hidden) HT_CHECK(h >= 1, "--hidden: layer sizes must be at least 1, got {}", h);
+}
+
+}  // namespace ht

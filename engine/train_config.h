@@ -1,0 +1,63 @@
+// Everything `halftape train` can be told, with the defaults of the README's default run.
+#pragma once
+
+#include "engine/backend.h"
+#include "engine/data/dataset.h"
+#include "engine/optimizer.h"
+#include "kernels/step_state.h"
+#include "models/mlp.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ht {
+
+enum class Precision { fp32, fp16, bf16 };
+std::string_view precision_name(Precision p);
+DType compute_dtype(Precision p);  // the working copy and activation dtype
+
+// --inject-overflow STEP[:RANK]: poison the gradients of optimizer step STEP (1-based, as in
+// the log) with inf, on RANK only or (rank -1) on every rank.
+struct OverflowInjection {
+  std::int64_t step = 0;
+  int rank = -1;
+};
+std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec);  // "5,9:1"
+
+struct TrainConfig {
+  DeviceChoice device = DeviceChoice::auto_;
+  Precision precision = Precision::fp16;
+
+  std::string data = "fashion-mnist";
+  SyntheticConfig synthetic;
+  bool shuffle = true;
+
+  std::vector<std::int64_t> hidden = {512, 512};
+  Activation activation = Activation::relu;
+
+  std::int64_t epochs = 5;
+  std::optional<std::int64_t> steps;  // optimizer steps; overrides epochs when set
+  std::int64_t batch_size = 128;      // per rank, per micro-batch
+  std::int64_t accum_steps = 1;
+  std::int64_t eval_batch_size = 1000;
+
+  OptimizerConfig optimizer;
+  LrSchedule schedule;                // base_lr is --lr; total_steps is filled in by the trainer
+  float clip_grad_norm = 0;           // <= 0: off
+
+  LossScalerConfig scaler;            // dynamic = 0 with init_scale = the static scale
+
+  std::uint64_t seed = 0;
+  std::int64_t log_every = 50;
+  std::string metrics_path;
+  std::string save_dir;
+  std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
+  std::vector<OverflowInjection> inject_overflow;
+  bool progress_bar = true;           // drawn only when stdout is a terminal
+
+  void validate() const;              // throws naming the offending flag
+};
+
+}  // namespace ht

@@ -1,0 +1,145 @@
+#include "engine/trainer.h"
+
+#include "engine/ops.h"
+
+#include <unistd.h>
+
+namespace ht {
+
+Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm, const DataSplit& data,
+                 std::ostream* log)
+    : config_(config),
+      backend_(backend),
+      comm_(comm),
+      dtype_(compute_dtype(config.precision)),
+      train_data_(backend, data.train),
+      test_data_(backend, data.test),
+      sampler_(data.train.samples, comm.rank(), comm.world_size(), config.seed, config.shuffle) {
+  config_.validate();
+  const std::int64_t samples_per_step = config_.batch_size * config_.accum_steps;
+  steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
+  HT_CHECK(steps_per_epoch_ >= 1,
+           "--batch-size {} × --accum-steps {} = {} samples per step, but this rank's share of {} has only {}",
+           config_.batch_size, config_.accum_steps, samples_per_step, data.train.name, sampler_.shard_size());
+  total_steps_ = config_.steps.value_or(config_.epochs * steps_per_epoch_);
+  config_.schedule.total_steps = std::max<std::int64_t>(1, total_steps_);
+
+  MlpConfig model;
+  model.inputs = data.train.features;
+  model.hidden = config_.hidden;
+  model.classes = data.train.classes;
+  model.activation = config_.activation;
+  model_ = std::make_unique<Mlp>(model, params_);
+  params_.allocate(backend, dtype_);
+  model_->initialize(params_, backend, config_.seed);
+
+  scaler_ = std::make_unique<LossScaler>(backend, params_, config_.scaler, config_.precision == Precision::fp16);
+  optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
+
+  StepLogConfig lc;
+  lc.log_every = config_.log_every;
+  lc.total_steps = total_steps_;
+  lc.steps_per_epoch = steps_per_epoch_;
+  lc.samples_per_step = samples_per_step * comm.world_size();
+  for (const ParamInfo& p : params_.params()) lc.param_names.push_back(p.name);
+  lc.human = log;
+  lc.metrics_path = comm.rank() == 0 ? config_.metrics_path : "";
+  lc.progress_bar = config_.progress_bar && log != nullptr && isatty(STDOUT_FILENO);
+  log_ = std::make_unique<StepLog>(backend, lc);
+}
+
+Trainer::~Trainer() = default;
+
+const Tensor& Trainer::epoch_shard(std::int64_t epoch) {
+  if (epoch != shard_epoch_) {
+    shard_ = upload_indices(backend_, sampler_.shard(epoch));
+    shard_epoch_ = epoch;
+  }
+  return shard_;
+}
+
+bool Trainer::inject_overflow_at(std::int64_t step) const {
+  for (const OverflowInjection& inj : config_.inject_overflow)
+    if (inj.step == step && (inj.rank < 0 || inj.rank == comm_.rank())) return true;
+  return false;
+}
+
+void Trainer::train_step(std::int64_t step) {
+  const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
+  const std::int64_t first_row = ((step - 1) % steps_per_epoch_) * config_.batch_size * config_.accum_steps;
+  const auto* shard = epoch_shard(epoch).data_as<std::int32_t>();
+  StepRecord* record = log_->record_slot(step);
+  backend_.zero(record, sizeof(StepRecord));
+  const auto divisor = static_cast<float>(config_.batch_size * config_.accum_steps);
+
+  for (std::int64_t micro = 0; micro < config_.accum_steps; ++micro) {
+    // data
+    const Batch batch = train_data_.gather(shard + first_row + micro * config_.batch_size, config_.batch_size, dtype_);
+    // forward, recorded on the tape
+    Tape tape;
+    OpContext ctx{backend_, params_, &tape};
+    const Var logits = model_->forward(ctx, make_var(batch.x));
+    // loss: mean cross-entropy over the step's samples, logit gradient × loss scale fused in
+    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), scaler_->scale(), divisor, &record->loss,
+                                1.0f / divisor, nullptr});
+    // scaled backward: parameter gradients accumulate in the FP32 arena
+    tape.backward();
+  }
+
+  if (inject_overflow_at(step)) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
+  // unscale, check for inf/NaN, global norm, clip coefficient
+  scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_slot(step));
+  // optimizer: skipped on the device when any gradient was non-finite
+  scaler_->step(*optimizer_);
+  // scaler update: back off or grow, and write this step's record
+  scaler_->update(record);
+  log_->step_queued(step, epoch + 1);
+}
+
+EvalResult Trainer::evaluate() {
+  // Each rank evaluates every world_size-th test sample; the sums are then added up.
+  std::vector<std::int32_t> mine;
+  for (std::int64_t i = comm_.rank(); i < test_data_.samples(); i += comm_.world_size())
+    mine.push_back(static_cast<std::int32_t>(i));
+  const Tensor indices = upload_indices(backend_, mine);
+  const Tensor sums = backend_.zeros(Shape{2}, DType::f32);  // loss, correct
+  OpContext ctx{backend_, params_, nullptr};
+  const auto total = static_cast<std::int64_t>(mine.size());
+  for (std::int64_t begin = 0; begin < total; begin += config_.eval_batch_size) {
+    const std::int64_t rows = std::min(config_.eval_batch_size, total - begin);
+    const Batch batch = test_data_.gather(indices.data_as<std::int32_t>() + begin, rows, dtype_);
+    const Var logits = model_->forward(ctx, make_var(batch.x));
+    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), nullptr, 1.0f, sums.data_as<float>(), 1.0f,
+                                sums.data_as<float>() + 1});
+  }
+  std::vector<float> host = download<float>(backend_, sums);
+  comm_.allreduce(host.data(), 2, CommDType::f32, ReduceOp::sum);
+  const auto n = static_cast<double>(test_data_.samples());
+  return {host[0] / n, host[1] / n};
+}
+
+TrainSummary Trainer::run() {
+  TrainSummary summary;
+  const double start = now_seconds();
+  auto evaluate_and_log = [&](std::int64_t step, std::int64_t epoch) {
+    log_->drain();
+    const EvalResult r = evaluate();
+    EvalSummary e{epoch, step, log_->epoch_mean_loss(epoch), r.loss, r.accuracy};
+    log_->eval(e);
+    summary.evals.push_back(e);
+  };
+
+  for (std::int64_t step = 1; step <= total_steps_; ++step) {
+    train_step(step);
+    if (step % steps_per_epoch_ == 0) evaluate_and_log(step, step / steps_per_epoch_);
+  }
+  if (total_steps_ == 0 || total_steps_ % steps_per_epoch_ != 0)
+    evaluate_and_log(total_steps_, (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_);
+  log_->drain();
+  summary.steps = log_->history();
+  summary.skipped_steps = log_->skipped_total();
+  summary.seconds = now_seconds() - start;
+  return summary;
+}
+
+}  // namespace ht

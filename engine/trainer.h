@@ -1,0 +1,72 @@
+// Trainer: one model, one data set, one loop. A step of `train_step` reads top to bottom as
+//   data -> forward (tape) -> loss -> scaled backward -> [allreduce] -> unscale/check/clip
+//        -> optimizer -> scaler update
+// with every decision (skip, scale, LR) taken on the device; the host only queues work and,
+// every --log-every steps, reads back what happened.
+#pragma once
+
+#include "comm/communicator.h"
+#include "engine/backend.h"
+#include "engine/data/device_dataset.h"
+#include "engine/data/sampler.h"
+#include "engine/loss_scaler.h"
+#include "engine/optimizer.h"
+#include "engine/params.h"
+#include "engine/step_log.h"
+#include "engine/train_config.h"
+#include "models/mlp.h"
+
+#include <memory>
+#include <ostream>
+
+namespace ht {
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+struct TrainSummary {
+  std::vector<StepSummary> steps;
+  std::vector<EvalSummary> evals;
+  std::int64_t skipped_steps = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  // `log` receives the human log (pass nullptr on ranks other than 0).
+  Trainer(const TrainConfig& config, Backend& backend, Communicator& comm, const DataSplit& data, std::ostream* log);
+  ~Trainer();
+
+  TrainSummary run();
+  void train_step(std::int64_t step);  // one optimizer step: accum_steps micro-batches
+  EvalResult evaluate();
+
+  const ParamArena& params() const { return params_; }
+  const LossScaler& scaler() const { return *scaler_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+  std::int64_t total_steps() const { return total_steps_; }
+  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+
+ private:
+  const Tensor& epoch_shard(std::int64_t epoch);  // this rank's indices for the epoch, on the device
+  bool inject_overflow_at(std::int64_t step) const;
+
+  TrainConfig config_;
+  Backend& backend_;
+  Communicator& comm_;
+  DType dtype_;
+  ParamArena params_;
+  std::unique_ptr<Mlp> model_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<Optimizer> optimizer_;
+  DeviceDataset train_data_, test_data_;
+  DistributedSampler sampler_;
+  std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+  std::int64_t shard_epoch_ = -1;
+  Tensor shard_;
+  std::unique_ptr<StepLog> log_;
+};
+
+}  // namespace ht

@@ -1,0 +1,28 @@
+// Softmax cross-entropy, forward and logit gradient fused, FP32 math on low-precision logits:
+//   loss[r]    = logsumexp(z[r,:]) - z[r, label[r]]
+//   dz[r, c]   = round((softmax(z[r,:])[c] - [c == label[r]]) * loss_scale / grad_divisor)
+// grad_divisor is batch × accumulation steps, so the gradient is that of the mean loss over the
+// whole optimizer step, multiplied by the loss scale. An fp16 dz overflows to inf exactly
+// where a scaled gradient would on the GPU.
+#pragma once
+
+#include "engine/dtype.h"
+
+#include <cstdint>
+
+namespace ht {
+
+struct CrossEntropyArgs {
+  const void* logits = nullptr;       // (rows, classes) dtype
+  DType dtype = DType::f32;
+  const std::int32_t* labels = nullptr;  // (rows), each in [0, classes)
+  std::int64_t rows = 0, classes = 0;
+  float* row_loss = nullptr;          // (rows) fp32, unscaled
+  float* row_correct = nullptr;       // (rows) 1 when argmax == label, else 0; may be nullptr
+  void* dlogits = nullptr;            // (rows, classes) dtype; nullptr: forward only (evaluation)
+  const float* loss_scale = nullptr;  // (1) fp32 on the device; nullptr means 1
+  float grad_divisor = 1;
+};
+void cross_entropy_ref(const CrossEntropyArgs& a);
+
+}  // namespace ht

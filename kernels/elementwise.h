@@ -1,0 +1,50 @@
+// Element-wise kernels: dtype casts, fills, and the batch gather that feeds the first layer.
+#pragma once
+
+#include "engine/dtype.h"
+
+#include <cstdint>
+
+namespace ht {
+
+// dst[i] = round_to(dst_dtype, src[i]), i < n. Rounds to nearest even.
+struct CastArgs {
+  const void* src = nullptr;  // (n) src_dtype
+  DType src_dtype = DType::f32;
+  void* dst = nullptr;        // (n) dst_dtype
+  DType dst_dtype = DType::f32;
+  std::int64_t n = 0;
+};
+void cast_ref(const CastArgs& a);
+
+// dst[i] = value, i < n (used to poison gradients for --inject-overflow).
+struct FillArgs {
+  float* dst = nullptr;  // (n) fp32
+  std::int64_t n = 0;
+  float value = 0;
+};
+void fill_ref(const FillArgs& a);
+
+// x[r, :] = round_to(dtype, images[indices[r], :] / 255), labels[r] = all_labels[indices[r]].
+struct GatherArgs {
+  const std::uint8_t* images = nullptr;   // (samples, features) u8, row-major
+  const std::int32_t* all_labels = nullptr;  // (samples)
+  const std::int32_t* indices = nullptr;  // (rows) sample index of each batch row
+  std::int64_t rows = 0;
+  std::int64_t features = 0;
+  void* x = nullptr;                      // (rows, features) dtype
+  DType dtype = DType::f32;
+  std::int32_t* labels = nullptr;         // (rows)
+};
+void gather_batch_ref(const GatherArgs& a);
+
+// *accumulator += factor * sum(values[0..n)). One block on the GPU; used for losses and counts.
+struct SumArgs {
+  const float* values = nullptr;  // (n) fp32
+  std::int64_t n = 0;
+  float factor = 1;
+  float* accumulator = nullptr;   // (1) fp32
+};
+void sum_ref(const SumArgs& a);
+
+}  // namespace ht

@@ -1,0 +1,42 @@
+#include "kernels/cpu_dtype.h"
+#include "kernels/elementwise.h"
+
+namespace ht {
+
+void cast_ref(const CastArgs& a) {
+  cpu::dispatch(a.src_dtype, [&](auto src_tag) {
+    using S = typename decltype(src_tag)::type;
+    cpu::dispatch(a.dst_dtype, [&](auto dst_tag) {
+      using D = typename decltype(dst_tag)::type;
+      const S* src = static_cast<const S*>(a.src);
+      D* dst = static_cast<D*>(a.dst);
+      for (std::int64_t i = 0; i < a.n; ++i) dst[i] = cpu::store<D>(cpu::load(src[i]));
+    });
+  });
+}
+
+void fill_ref(const FillArgs& a) {
+  for (std::int64_t i = 0; i < a.n; ++i) a.dst[i] = a.value;
+}
+
+void gather_batch_ref(const GatherArgs& a) {
+  cpu::dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* x = static_cast<T*>(a.x);
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      const std::int64_t sample = a.indices[r];
+      const std::uint8_t* pixels = a.images + sample * a.features;
+      for (std::int64_t f = 0; f < a.features; ++f)
+        x[r * a.features + f] = cpu::store<T>(static_cast<float>(pixels[f]) / 255.0f);
+      a.labels[r] = a.all_labels[sample];
+    }
+  });
+}
+
+void sum_ref(const SumArgs& a) {
+  double total = 0;
+  for (std::int64_t i = 0; i < a.n; ++i) total += a.values[i];
+  *a.accumulator += a.factor * static_cast<float>(total);
+}
+
+}  // namespace ht

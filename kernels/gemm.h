@@ -1,0 +1,29 @@
+// GEMM for the three products of a linear layer y = x·Wᵀ + b, all row-major, FP32 accumulation:
+//   nt (forward)        C(M,N) = A(M,K) · B(N,K)ᵀ     y  = x · Wᵀ
+//   nn (input grad)     C(M,N) = A(M,K) · B(K,N)      dx = dz · W
+//   tn (weight grad)    C(M,N) = A(K,M)ᵀ · B(K,N)     dW += dzᵀ · x
+// C is FP32 and C = A·B + beta·C with beta 0 or 1 (1 accumulates into the FP32 gradient arena).
+#pragma once
+
+#include "engine/dtype.h"
+
+#include <cstdint>
+
+namespace ht {
+
+enum class GemmOp : std::int32_t { nt, nn, tn };
+
+struct GemmArgs {
+  GemmOp op = GemmOp::nt;
+  std::int64_t M = 0, N = 0, K = 0;
+  const void* a = nullptr;  // dtype, shape as above
+  const void* b = nullptr;  // dtype, shape as above
+  DType dtype = DType::f32;
+  float* c = nullptr;       // (M, N) fp32
+  float beta = 0;           // 0 or 1
+};
+
+// CPU backend: widens inputs to fp32 (exactly) and calls OpenBLAS sgemm.
+void gemm_ref(const GemmArgs& a);
+
+}  // namespace ht

@@ -1,0 +1,54 @@
+// The scaler's side of a step, after backward (and after the allreduce):
+//   1. unscale_check_norm: one pass over the whole FP32 gradient arena multiplies every gradient
+//      by 1/scale, flags each parameter tensor holding a non-finite gradient, and leaves
+//      per-block partial sums of squares (one launch, all tensors: a multi-tensor kernel).
+//   2. finalize_grad_stats: one block turns the partials into the global norm, the clipping
+//      coefficient, found_inf, the learning rate and Adam's t, into DeviceStepState::control.
+//   3. (optimizer kernels read control)
+//   4. update_scaler: one thread applies GradScaler's rule and writes the step's StepRecord.
+#pragma once
+
+#include "kernels/step_state.h"
+
+#include <cstdint>
+
+namespace ht {
+
+// A contiguous slice of the gradient arena inside one parameter tensor.
+struct GradChunk {
+  std::int64_t begin = 0, end = 0;  // element offsets into the arena
+  std::int32_t tensor = 0;          // parameter index
+  std::int32_t pad = 0;
+};
+
+struct UnscaleArgs {
+  float* grads = nullptr;                 // (arena) fp32, unscaled in place
+  const GradChunk* chunks = nullptr;      // (num_chunks)
+  std::int32_t num_chunks = 0;
+  const DeviceStepState* state = nullptr; // reads scaler.scale
+  float* block_norm2 = nullptr;           // (num_blocks) partial sums of squares
+  std::int32_t num_blocks = 0;            // partial slots; the GPU launches this many blocks
+  std::int32_t* tensor_nonfinite = nullptr;  // (num_tensors) set to 1 where a gradient is inf/NaN
+};
+void unscale_check_norm_ref(const UnscaleArgs& a);
+
+struct FinalizeArgs {
+  const float* block_norm2 = nullptr;     // (num_blocks)
+  std::int32_t num_blocks = 0;
+  std::int32_t* tensor_nonfinite = nullptr;  // (num_tensors) read, copied to nonfinite_log, cleared
+  std::int32_t num_tensors = 0;
+  std::int32_t* nonfinite_log = nullptr;  // (num_tensors) this step's slot of the forensics ring
+  float max_grad_norm = 0;                // <= 0: no clipping
+  LrSchedule schedule;
+  DeviceStepState* state = nullptr;       // writes control
+};
+void finalize_grad_stats_ref(const FinalizeArgs& a);
+
+struct ScalerUpdateArgs {
+  DeviceStepState* state = nullptr;
+  LossScalerConfig config;
+  StepRecord* record = nullptr;           // this step's slot (loss already accumulated in it)
+};
+void update_scaler_ref(const ScalerUpdateArgs& a);
+
+}  // namespace ht

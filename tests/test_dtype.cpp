@@ -1,0 +1,155 @@
+// fp16 / bf16 conversions: every one of the 65,536 bit patterns of each format, every rounding
+// boundary between neighbouring values, and random fp32 inputs against an independent
+// double-precision reference (and against cuda_fp16.h / cuda_bf16.h when the build has them).
+#include "engine/dtype.h"
+#include "engine/rng.h"
+
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+
+#if HALFTAPE_HAVE_SIMT
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+using namespace ht;
+
+namespace {
+
+struct Format {
+  int mantissa_bits;  // stored bits
+  int min_exponent;   // exponent of the smallest normal
+  double max_finite;
+  float (*decode)(std::uint16_t);
+  std::uint16_t (*encode)(float);
+};
+const Format kF16{10, -14, 65504.0, f16_bits_to_f32, f32_to_f16_bits};
+const Format kBf16{7, -126, 0x1.FEp127, bf16_bits_to_f32, f32_to_bf16_bits};
+
+// The value of a bit pattern from the definition of the format.
+double value_of(const Format& f, std::uint16_t bits) {
+  const int exponent_bits = 15 - f.mantissa_bits;
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const int sign = bits >> 15;
+  const int e = (bits >> f.mantissa_bits) & ((1 << exponent_bits) - 1);
+  const int m = bits & ((1 << f.mantissa_bits) - 1);
+  double v;
+  if (e == (1 << exponent_bits) - 1) v = m ? NAN : INFINITY;
+  else if (e == 0) v = std::ldexp(m, 1 - bias - f.mantissa_bits);
+  else v = std::ldexp(m + (1 << f.mantissa_bits), e - bias - f.mantissa_bits);
+  return sign ? -v : v;
+}
+
+// Round-to-nearest-even of x into the format, done in double from the definition.
+double reference_round(const Format& f, double x) {
+  if (std::isnan(x)) return NAN;
+  const double a = std::fabs(x);
+  const int e = std::max(std::ilogb(a == 0 ? 1.0 : a), f.min_exponent);
+  const double ulp = std::ldexp(1.0, e - f.mantissa_bits);
+  const double q = std::nearbyint(a / ulp) * ulp;  // default rounding mode: ties to even
+  const double limit = f.max_finite + std::ldexp(1.0, std::ilogb(f.max_finite) - f.mantissa_bits - 1);
+  const double r = a >= limit ? INFINITY : q;
+  return std::signbit(x) ? -r : r;
+}
+
+void check_encode(const Format& f, float x) {
+  const std::uint16_t bits = f.encode(x);
+  const double expected = reference_round(f, x);
+  if (std::isnan(expected)) {
+    REQUIRE(bits == canonical_nan16);
+    return;
+  }
+  const double got = value_of(f, bits);
+  INFO("x = " << x << " (0x" << std::hex << std::bit_cast<std::uint32_t>(x) << ")");
+  REQUIRE(got == expected);
+  REQUIRE(std::signbit(got) == std::signbit(x));  // -0 stays -0
+}
+
+void exhaustive(const Format& f) {
+  REQUIRE(std::fegetround() == FE_TONEAREST);
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    const double expected = value_of(f, bits);
+    const float decoded = f.decode(bits);
+    if (std::isnan(expected)) {
+      REQUIRE(std::bit_cast<std::uint32_t>(decoded) == 0x7fffffffu);
+      REQUIRE(f.encode(decoded) == canonical_nan16);
+      continue;
+    }
+    REQUIRE(static_cast<double>(decoded) == expected);
+    REQUIRE(f.encode(decoded) == bits);  // exact round trip, signed zeros and infinities included
+    if (std::isinf(expected) || (bits & 0x7fff) == 0x7fff) continue;
+    // The boundary to the next larger magnitude: the midpoint, and one fp32 ulp either side.
+    const auto next = static_cast<std::uint16_t>(bits + 1);
+    const double upper = std::isinf(value_of(f, next)) ? std::copysign(2 * std::fabs(expected) - std::fabs(value_of(f, bits - 1)), expected)
+                                                       : value_of(f, next);
+    const auto mid = static_cast<float>((expected + upper) / 2);  // exact: one more significand bit
+    REQUIRE(static_cast<double>(mid) == (expected + upper) / 2);
+    check_encode(f, mid);
+    check_encode(f, std::nextafter(mid, 0.0f));
+    check_encode(f, std::nextafter(mid, std::copysign(INFINITY, mid)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fp16: all 65536 patterns decode exactly, round-trip, and round to nearest even at every boundary", "[dtype]") {
+  exhaustive(kF16);
+}
+
+TEST_CASE("bf16: all 65536 patterns decode exactly, round-trip, and round to nearest even at every boundary", "[dtype]") {
+  exhaustive(kBf16);
+}
+
+TEST_CASE("fp16/bf16: random fp32 inputs match the double-precision reference", "[dtype]") {
+  Rng rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const auto x = std::bit_cast<float>(static_cast<std::uint32_t>(rng.next()));
+    check_encode(kF16, x);
+    check_encode(kBf16, x);
+  }
+  // Named cases: overflow, the largest finite values, subnormals, underflow to signed zero.
+  REQUIRE(f32_to_f16_bits(65504.0f) == 0x7bff);
+  REQUIRE(f32_to_f16_bits(65519.996f) == 0x7bff);
+  REQUIRE(f32_to_f16_bits(65520.0f) == 0x7c00);
+  REQUIRE(f32_to_f16_bits(-1e9f) == 0xfc00);
+  REQUIRE(f32_to_f16_bits(0x1p-24f) == 0x0001);
+  REQUIRE(f32_to_f16_bits(0x1p-25f) == 0x0000);        // tie to even: zero
+  REQUIRE(f32_to_f16_bits(0x1.8p-25f) == 0x0001);
+  REQUIRE(f32_to_f16_bits(-0x1p-30f) == 0x8000);
+  REQUIRE(f32_to_bf16_bits(3.4e38f) == 0x7f80);         // rounds past the largest bf16
+  REQUIRE(f32_to_bf16_bits(0x1p-149f) == 0x0000);       // smallest fp32 subnormal: tie to even
+  REQUIRE(f32_to_bf16_bits(std::bit_cast<float>(0x00010000u)) == 0x0001);
+  REQUIRE(round_to(DType::f16, 1.0f + 0x1p-11f) == 1.0f);
+  REQUIRE(round_to(DType::f32, 1.0f + 0x1p-11f) == 1.0f + 0x1p-11f);
+}
+
+#if HALFTAPE_HAVE_SIMT
+TEST_CASE("fp16/bf16: the CPU conversions equal cuda_fp16.h and cuda_bf16.h bit for bit", "[dtype]") {
+  auto half_bits = [](__half h) { std::uint16_t b; std::memcpy(&b, &h, 2); return b; };
+  auto bf_bits = [](__nv_bfloat16 h) { std::uint16_t b; std::memcpy(&b, &h, 2); return b; };
+  Rng rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    const auto x = std::bit_cast<float>(static_cast<std::uint32_t>(rng.next()));
+    REQUIRE(f32_to_f16_bits(x) == half_bits(__float2half_rn(x)));
+    REQUIRE(f32_to_bf16_bits(x) == bf_bits(__float2bfloat16_rn(x)));
+  }
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    __half h;
+    __nv_bfloat16 bf;
+    const auto bits = static_cast<std::uint16_t>(b);
+    std::memcpy(&h, &bits, 2);
+    std::memcpy(&bf, &bits, 2);
+    REQUIRE(std::bit_cast<std::uint32_t>(f16_bits_to_f32(bits)) == std::bit_cast<std::uint32_t>(__half2float(h)));
+    REQUIRE(std::bit_cast<std::uint32_t>(bf16_bits_to_f32(bits)) == std::bit_cast<std::uint32_t>(__bfloat162float(bf)));
+  }
+}
+#else
+TEST_CASE("fp16/bf16: comparison with cuda_fp16.h", "[dtype]") {
+  WARN("skipped: this build has no CUDA headers, so there is no cuda_fp16.h to compare against");
+}
+#endif
