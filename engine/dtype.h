@@ -22,27 +22,25 @@ std::optional<DType> parse_dtype(std::string_view name);   // inverse of dtype_n
 
 constexpr std::uint16_t canonical_nan16 = 0x7fff;
 
+// Branch-free (selects only) so that loops over it vectorise on the CPU backend.
 constexpr std::uint16_t f32_to_f16_bits(float value) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return canonical_nan16;
-  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to inf
-  if (ax >= 0x38800000u) {                                                  // fp16 normal range
-    // Round the 13 dropped mantissa bits to nearest even; a carry moves into the exponent.
-    const std::uint32_t rounded = ax + 0x0fffu + ((ax >> 13) & 1u);
-    return static_cast<std::uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
-  }
-  // fp16 subnormal (units of 2^-24) or zero.
+  // fp16 normal range: round the 13 dropped mantissa bits to nearest even; a carry moves into
+  // the exponent (and past 65504 into inf).
+  const std::uint32_t normal = (ax + 0x0fffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13;
+  // fp16 subnormal (units of 2^-24) or zero: shift the significand right by 126 - exponent
+  // (at least 14; capped at 31, where everything rounds to zero) and round to nearest even.
   const std::uint32_t exponent = ax >> 23;
-  if (exponent < 102) return static_cast<std::uint16_t>(sign);  // below 2^-25: rounds to zero
+  const std::uint32_t shift = exponent >= 112u ? 14u : (exponent <= 95u ? 31u : 126u - exponent);
   const std::uint32_t mantissa = (ax & 0x7fffffu) | 0x800000u;
-  const std::uint32_t shift = 126u - exponent;  // 14..24
-  std::uint32_t m = mantissa >> shift;
+  const std::uint32_t truncated = mantissa >> shift;
   const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
-  const std::uint32_t halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (m & 1u))) ++m;  // may carry into the smallest normal
-  return static_cast<std::uint16_t>(sign | m);
+  const std::uint32_t halfway = 1u << (shift - 1u);
+  const std::uint32_t subnormal = truncated + ((rest > halfway) | ((rest == halfway) & truncated & 1u));
+  const std::uint32_t magnitude = ax >= 0x477ff000u ? 0x7c00u : (ax >= 0x38800000u ? normal : subnormal);
+  return static_cast<std::uint16_t>(ax > 0x7f800000u ? canonical_nan16 : (sign | magnitude));
 }
 
 constexpr float f16_bits_to_f32(std::uint16_t h) {

@@ -10,7 +10,10 @@
 namespace ht::cpu {
 
 inline float load(float v) { return v; }
-inline float load(f16 v) { return static_cast<float>(v); }
+// fp16 widening by table: 256 KiB, exact (built from f16_bits_to_f32), several times faster
+// than the bit manipulation in the GEMM operand widening and the element-wise kernels.
+extern const float* const f16_to_f32_table;
+inline float load(f16 v) { return f16_to_f32_table[v.bits]; }
 inline float load(bf16 v) { return static_cast<float>(v); }
 
 template <class T> T store(float v);

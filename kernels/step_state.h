@@ -27,7 +27,7 @@ struct LossScalerConfig {
 
 struct LrSchedule {
   enum Kind : std::int32_t { constant = 0, cosine = 1 };
-  std::int32_t kind = constant;
+  std::int32_t kind = cosine;
   float base_lr = 1e-3f;
   float min_lr = 0.0f;                // cosine floor
   std::int64_t warmup_steps = 0;      // linear warmup, for either kind

@@ -14,9 +14,28 @@ namespace ht::cli {
 
 namespace {
 
+// "must be at least MIN, got X": CLI11's own range messages print DBL_MAX.
+CLI::Validator at_least(double min) {
+  return CLI::Validator(
+      [min](std::string& value) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(value, &used);
+          if (used != value.size()) return fmt::format("'{}' is not a number", value);
+        } catch (const std::exception&) {
+          return fmt::format("'{}' is not a number", value);
+        }
+        return v >= min ? std::string() : fmt::format("must be at least {}, got {}", min, value);
+      },
+      fmt::format(">= {}", min));
+}
+const CLI::Validator kPositive = at_least(1);
+const CLI::Validator kNonNegative = at_least(0);
+
 struct TrainFlags {
   TrainConfig config;
-  std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "constant";
+  std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
   std::string loss_scale = "dynamic", inject_overflow;
   std::vector<std::int64_t> hidden = {512, 512};
   std::int64_t steps = -1;
@@ -68,13 +87,13 @@ int run_train(const TrainFlags& flags) {
   std::unique_ptr<Backend> backend = make_backend(config.device, comm->local_rank());
   const DataSplit data = load_data(config.data, config.synthetic);
   std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
+  Trainer trainer(config, *backend, *comm, data, log);
   if (log) {
     *log << fmt::format("halftape train | {} | {} | {} ({} train / {} test) | mlp {}-{}-{} {} | {} | world {}\n",
                         backend->description(), precision_name(config.precision), config.data, data.train.samples,
                         data.test.samples, data.train.features, fmt::join(config.hidden, "-"), data.train.classes,
                         flags.activation, optimizer_name(config.optimizer.kind), comm->world_size());
   }
-  Trainer trainer(config, *backend, *comm, data, log);
   const TrainSummary summary = trainer.run();
   if (log) {
     const EvalSummary& last = summary.evals.back();
@@ -100,47 +119,48 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic")->capture_default_str();
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--synthetic-features", c.synthetic.features, "features of --data synthetic")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--hidden", f.hidden, "hidden layer sizes, comma-separated")->delimiter(',')->capture_default_str();
   t->add_option("--activation", f.activation, "relu | gelu (tanh form)")
       ->check(CLI::IsMember({"relu", "gelu"}))->capture_default_str();
-  t->add_option("--epochs", c.epochs, "passes over the training set")->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--epochs", c.epochs, "passes over the training set")->check(kPositive)->capture_default_str();
   t->add_option("--steps", f.steps, "stop after N optimizer steps (overrides --epochs; 0: init, eval, save)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   t->add_option("--batch-size", c.batch_size, "samples per micro-batch, per rank")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--accum-steps", c.accum_steps, "micro-batches per optimizer step")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--optimizer", f.optimizer, "sgd | adamw")->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
-  t->add_option("--lr", f.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  t->add_option("--lr", f.lr, "peak learning rate")->check(CLI::Validator(
+      [](std::string& v) { return std::strtod(v.c_str(), nullptr) > 0 ? std::string() : "must be positive, got " + v; }, "> 0"))->capture_default_str();
   t->add_option("--momentum", f.momentum, "SGD momentum")->check(CLI::Range(0.0f, 0.9999f))->capture_default_str();
   t->add_flag("--nesterov", f.nesterov, "SGD Nesterov momentum");
   t->add_option("--weight-decay", f.weight_decay, "L2 (sgd) or decoupled (adamw) weight decay [sgd 0, adamw 0.01]")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   t->add_option("--schedule", f.schedule, "constant | cosine (after --warmup-steps linear warmup)")
       ->check(CLI::IsMember({"constant", "cosine"}))->capture_default_str();
   t->add_option("--warmup-steps", c.schedule.warmup_steps, "linear LR warmup steps")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(kNonNegative)->capture_default_str();
   t->add_option("--clip-grad-norm", c.clip_grad_norm, "clip the global gradient norm to this (0: off)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(kNonNegative)->capture_default_str();
   t->add_option("--loss-scale", f.loss_scale, "dynamic | a static scale (fp16 only)")->capture_default_str();
   t->add_option("--init-scale", c.scaler.init_scale, "initial dynamic loss scale")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kNonNegative)->capture_default_str();
   t->add_option("--growth-interval", c.scaler.growth_interval, "finite steps before the scale grows")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--hysteresis", c.scaler.hysteresis, "overflows tolerated before the scale backs off")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_option("--min-scale", c.scaler.min_scale, "the scale never backs off below this")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kNonNegative)->capture_default_str();
   t->add_option("--seed", c.seed, "seed of the initial weights and the data order")->capture_default_str();
   t->add_option("--log-every", c.log_every, "log (and read back from the device) every N steps")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   t->add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
   t->add_option("--metrics", c.metrics_path, "write JSON Lines metrics to FILE");
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR");
-  t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(CLI::NonNegativeNumber);
+  t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kNonNegative);
   t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
   t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
   return [flags] { return run_train(*flags); };

@@ -23,11 +23,14 @@ std::string find_idx_file(const std::string& dir, const std::string& name) {
 
 DataSplit load_idx_dir(const std::string& dir, const std::string& name) {
   HT_CHECK(std::filesystem::is_directory(dir), "--data {}: {} is not a directory", name, dir);
+  // Look the files up in a fixed order, so a missing one is always reported the same way.
+  const std::string train_images = find_idx_file(dir, "train-images-idx3-ubyte");
+  const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
+  const std::string test_images = find_idx_file(dir, "t10k-images-idx3-ubyte");
+  const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
   DataSplit split;
-  split.train = load_idx_pair(name + "/train", find_idx_file(dir, "train-images-idx3-ubyte"),
-                              find_idx_file(dir, "train-labels-idx1-ubyte"), 10);
-  split.test = load_idx_pair(name + "/test", find_idx_file(dir, "t10k-images-idx3-ubyte"),
-                             find_idx_file(dir, "t10k-labels-idx1-ubyte"), 10);
+  split.train = load_idx_pair(name + "/train", train_images, train_labels, 10);
+  split.test = load_idx_pair(name + "/test", test_images, test_labels, 10);
   HT_CHECK(split.train.features == split.test.features, "--data {}: train images have {} pixels, test images {}",
            name, split.train.features, split.test.features);
   return split;

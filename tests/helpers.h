@@ -1,0 +1,39 @@
+// Small helpers shared by the tests.
+#pragma once
+
+#include "engine/backend.h"
+#include "engine/rng.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace ht::test {
+
+inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1, float hi = 1) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Largest |a - b| / (atol + rtol·|b|); <= 1 means every element is within tolerance.
+inline double worst_error(const std::vector<double>& a, const std::vector<double>& b, double atol, double rtol) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(a[i] - b[i]) / (atol + rtol * std::fabs(b[i])));
+  }
+  return worst;
+}
+
+// Values stored in dtype `t` (rounded), as tensors on `backend`.
+Tensor tensor_from(Backend& backend, const std::vector<float>& values, Shape shape, DType t);
+std::vector<float> values_of(Backend& backend, const Tensor& t);  // widened to fp32
+
+}  // namespace ht::test

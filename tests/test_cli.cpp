@@ -1,0 +1,106 @@
+// `halftape` as a user runs it: bad input of every kind ends in exactly one clear error line
+// on stderr and a non-zero exit status, never a crash or a hang.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;  // exit status; 128 + signal when killed
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run_halftape(const std::string& args) {
+  const fs::path dir = fs::temp_directory_path();
+  const fs::path out = dir / "halftape-cli-out.txt", err = dir / "halftape-cli-err.txt";
+  const std::string cmd = "timeout 60 " HALFTAPE_BINARY " " + args + " >" + out.string() + " 2>" + err.string();
+  const int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+void expect_one_error_line(const std::string& args, const std::string& must_mention) {
+  INFO("halftape " << args);
+  const Result r = run_halftape(args);
+  INFO("stderr: " << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.status < 100);  // an error exit, not a signal or a timeout
+  CHECK(r.err.rfind("halftape: error: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(must_mention) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("bad flags: one error line naming the flag, non-zero exit", "[cli]") {
+  expect_one_error_line("train --precision fp8", "--precision");
+  expect_one_error_line("train --accum-steps 0", "--accum-steps");
+  expect_one_error_line("train --batch-size -1", "--batch-size");
+  expect_one_error_line("train --frobnicate", "--frobnicate");
+  expect_one_error_line("train --lr 0", "--lr");
+  expect_one_error_line("train --steps x", "--steps");
+  expect_one_error_line("train --hidden 0", "--hidden");
+  expect_one_error_line("train --device quantum", "--device");
+  expect_one_error_line("train --loss-scale abc", "--loss-scale");
+  expect_one_error_line("train --inject-overflow 0:1", "--inject-overflow");
+  expect_one_error_line("train --save-every 5 --data synthetic", "--save-every needs --save");
+  expect_one_error_line("train --data mnist", "--data");
+  expect_one_error_line("", "subcommand");
+  expect_one_error_line("train --data synthetic --steps 1 --metrics /nonexistent/dir/m.jsonl", "--metrics /nonexistent/dir/m.jsonl");
+  expect_one_error_line("train --data synthetic --batch-size 100000", "--batch-size");
+}
+
+TEST_CASE("bad data files: one error line naming the file", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "halftape-cli-data";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  expect_one_error_line("train --data idx:" + dir.string(), (dir / "train-images-idx3-ubyte").string());
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+    std::ofstream(dir / name, std::ios::binary) << "garbage, not IDX";
+  expect_one_error_line("train --data idx:" + dir.string(), "train-images-idx3-ubyte: not an IDX file");
+  expect_one_error_line("train --data idx:/nonexistent", "/nonexistent");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--device cuda without a GPU says so", "[cli]") {
+  const Result r = run_halftape("train --device cuda --data synthetic --steps 1");
+  if (r.status == 0) {
+    WARN("skipped: a GPU is present, so --device cuda works here");
+    return;
+  }
+  expect_one_error_line("train --device cuda --data synthetic --steps 1", "--device cuda");
+}
+
+TEST_CASE("--help and --version exit 0", "[cli]") {
+  const Result help = run_halftape("train --help");
+  CHECK(help.status == 0);
+  CHECK(help.out.find("--inject-overflow") != std::string::npos);
+  CHECK(run_halftape("--version").status == 0);
+}
+
+TEST_CASE("a tiny run succeeds and prints its summary", "[cli]") {
+  const Result r = run_halftape("train --device cpu --data synthetic --synthetic-features 32 --hidden 16 --steps 3 --log-every 1");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("done: 3 steps") != std::string::npos);
+}

@@ -1,0 +1,164 @@
+// IDX files (raw and .gz), every malformation named; the synthetic set; DistributedSampler.
+#include "engine/data/dataset.h"
+#include "engine/data/idx.h"
+#include "engine/data/sampler.h"
+#include "engine/error.h"
+
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace ht;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::uint8_t> idx_bytes(std::uint8_t type, std::vector<std::uint32_t> dims, std::size_t data_bytes,
+                                    std::uint8_t fill = 7) {
+  std::vector<std::uint8_t> b = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  for (std::uint32_t d : dims)
+    for (int shift : {24, 16, 8, 0}) b.push_back(static_cast<std::uint8_t>(d >> shift));
+  b.insert(b.end(), data_bytes, fill);
+  return b;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("halftape-test-" + std::to_string(::getpid()) + "-" +
+                                               std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string write(const std::string& name, const std::vector<std::uint8_t>& bytes, bool gz = false) const {
+    const std::string file = (path / name).string();
+    if (gz) {
+      gzFile f = gzopen(file.c_str(), "wb");
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    return file;
+  }
+};
+
+// A valid four-file data set under dir: n train and m test 2×3 images.
+void write_mnist_like(const TempDir& dir, bool gz, std::uint32_t n = 6, std::uint32_t m = 3) {
+  const std::string ext = gz ? ".gz" : "";
+  dir.write("train-images-idx3-ubyte" + ext, idx_bytes(8, {n, 2, 3}, n * 6), gz);
+  dir.write("train-labels-idx1-ubyte" + ext, idx_bytes(8, {n}, n, 9), gz);
+  dir.write("t10k-images-idx3-ubyte" + ext, idx_bytes(8, {m, 2, 3}, m * 6), gz);
+  dir.write("t10k-labels-idx1-ubyte" + ext, idx_bytes(8, {m}, m, 1), gz);
+}
+
+}  // namespace
+
+TEST_CASE("IDX: raw and gzip files load", "[data]") {
+  for (bool gz : {false, true}) {
+    TempDir dir;
+    write_mnist_like(dir, gz);
+    const DataSplit d = load_data("idx:" + dir.path.string(), SyntheticConfig{});
+    CHECK(d.train.samples == 6);
+    CHECK(d.train.features == 6);
+    CHECK(d.test.samples == 3);
+    CHECK(d.train.labels[0] == 9);
+    CHECK(d.train.images[5] == 7);
+  }
+}
+
+TEST_CASE("IDX: every malformed file is refused with its name and the fault", "[data]") {
+  TempDir dir;
+  struct Case {
+    std::vector<std::uint8_t> bytes;
+    std::size_t dims;
+    const char* message;
+  };
+  std::vector<std::uint8_t> short_file = {0, 0};
+  std::vector<std::uint8_t> trailing = idx_bytes(8, {2}, 2);
+  trailing.push_back(1);
+  const std::vector<Case> cases = {
+      {{1, 2, 8, 1, 0, 0, 0, 1, 0}, 1, "not an IDX file"},
+      {idx_bytes(0x0d, {2}, 8), 1, "is not unsigned byte"},
+      {idx_bytes(8, {2, 2}, 4), 1, "has 2 dimensions, expected 1"},
+      {idx_bytes(8, {0}, 0), 1, "dimension 0 is zero"},
+      {idx_bytes(8, {10}, 4), 1, "truncated"},
+      {short_file, 1, "truncated"},
+      {trailing, 1, "bytes after"},
+      {idx_bytes(8, {65536, 65536, 65536}, 0), 3, "more than"},
+  };
+  for (bool gz : {false, true}) {
+    for (const Case& c : cases) {
+      const std::string file = dir.write("bad", c.bytes, gz);
+      INFO(c.message << (gz ? " (gz)" : ""));
+      CHECK_THROWS_WITH(read_idx(file, c.dims), Catch::StartsWith(file) && Catch::Contains(c.message));
+    }
+  }
+  CHECK_THROWS_WITH(read_idx((dir.path / "missing").string(), 1), Catch::Contains("no such file"));
+}
+
+TEST_CASE("IDX: label count mismatch and labels out of range are refused", "[data]") {
+  TempDir dir;
+  const std::string images = dir.write("i", idx_bytes(8, {4, 2, 2}, 16));
+  const std::string three_labels = dir.write("l3", idx_bytes(8, {3}, 3, 1));
+  const std::string bad_label = dir.write("l4", {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 10, 3});
+  CHECK_THROWS_WITH(load_idx_pair("t", images, three_labels, 10), Catch::Contains("has 3 labels but") && Catch::Contains("4 images"));
+  CHECK_THROWS_WITH(load_idx_pair("t", images, bad_label, 10), Catch::Contains("label 10 at index 2 is out of range"));
+}
+
+TEST_CASE("--data: a directory with a missing file names the file", "[data]") {
+  TempDir dir;
+  write_mnist_like(dir, false);
+  fs::remove(dir.path / "t10k-labels-idx1-ubyte");
+  CHECK_THROWS_WITH(load_data("idx:" + dir.path.string(), SyntheticConfig{}), Catch::Contains("t10k-labels-idx1-ubyte: no such file"));
+  CHECK_THROWS_WITH(load_data("idx:/nonexistent/dir", SyntheticConfig{}), Catch::Contains("not a directory"));
+  CHECK_THROWS_WITH(load_data("mnist", SyntheticConfig{}), Catch::Contains("is not one of"));
+}
+
+TEST_CASE("synthetic data: seeded, labels in range, train and test share the task", "[data]") {
+  SyntheticConfig c;
+  c.features = 16;
+  const Dataset a = make_synthetic(c, 100, 0), b = make_synthetic(c, 100, 0), t = make_synthetic(c, 100, 1);
+  CHECK(a.images == b.images);
+  CHECK(a.labels == b.labels);
+  CHECK(a.images != t.images);
+  CHECK(std::all_of(a.labels.begin(), a.labels.end(), [](int l) { return l >= 0 && l < 10; }));
+}
+
+TEST_CASE("sampler: DistributedSampler semantics", "[data]") {
+  const std::int64_t n = 10;
+  SECTION("shuffled by seed + epoch; the same on every call") {
+    DistributedSampler s(n, 0, 1, 42, true);
+    CHECK(s.shard(0) == s.shard(0));
+    CHECK(s.shard(0) != s.shard(1));
+    std::vector<std::int32_t> sorted = s.shard(3);
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  }
+  SECTION("no shuffle keeps file order") {
+    CHECK(DistributedSampler(n, 0, 1, 42, false).shard(5) == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  }
+  SECTION("rank r takes every R-th index; padding repeats the head so ranks are even") {
+    const int world = 4;  // 10 samples -> 3 each, 2 padded
+    std::vector<std::int32_t> all;
+    for (int r = 0; r < world; ++r) {
+      DistributedSampler s(n, r, world, 42, false);
+      CHECK(s.shard_size() == 3);
+      const auto shard = s.shard(0);
+      CHECK(shard[0] == r);
+      all.insert(all.end(), shard.begin(), shard.end());
+    }
+    std::sort(all.begin(), all.end());
+    CHECK(all == std::vector<std::int32_t>{0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  }
+  SECTION("drop_last cuts instead of padding") {
+    CHECK(DistributedSampler(n, 3, 4, 42, false, true).shard(0) == std::vector<std::int32_t>{3, 7});
+  }
+  SECTION("shuffled shards of all ranks partition one permutation") {
+    std::set<std::int32_t> seen;
+    for (int r = 0; r < 2; ++r)
+      for (std::int32_t i : DistributedSampler(n, r, 2, 7, true).shard(2)) seen.insert(i);
+    CHECK(seen.size() == 10);
+  }
+}

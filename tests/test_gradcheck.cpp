@@ -1,0 +1,179 @@
+// Every op's backward on the tape, against central finite differences of an independent FP64
+// forward (tests/fp64_reference.h). The engine runs in fp32 on the CPU backend.
+#include "engine/ops.h"
+#include "models/mlp.h"
+#include "tests/fp64_reference.h"
+#include "tests/helpers.h"
+
+using namespace ht;
+using namespace ht::test;
+
+namespace {
+
+constexpr double kAtol = 2e-5, kRtol = 2e-4;  // FP32 backward vs FP64 differences (h = 1e-5)
+
+struct LinearSetup {
+  std::int64_t rows = 4, in = 7, out = 5;
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  ParamArena arena;
+  LinearLayer layer;
+  std::vector<float> x, w, b, g;  // g: the gradient seeded at the output
+
+  explicit LinearSetup(Activation act) {
+    layer.weight = arena.add("w", Shape{out, in});
+    layer.bias = arena.add("b", Shape{out});
+    layer.act = act;
+    arena.allocate(*backend, DType::f32);
+    x = random_floats(static_cast<std::size_t>(rows * in), 1, -1, 1);
+    w = random_floats(static_cast<std::size_t>(out * in), 2, -0.6f, 0.6f);
+    b = random_floats(static_cast<std::size_t>(out), 3, -0.3f, 0.3f);
+    g = random_floats(static_cast<std::size_t>(rows * out), 4, -1, 1);
+    upload(*backend, arena.master(layer.weight), w);
+    upload(*backend, arena.master(layer.bias), b);
+  }
+
+  // Σ g ∘ act(x Wᵀ + b) in FP64.
+  double objective(const std::vector<double>& xd, const std::vector<double>& wd, const std::vector<double>& bd) const {
+    const fp64::Matrix y = fp64::matmul_nt(xd, wd, rows, out, in);
+    double total = 0;
+    for (std::int64_t i = 0; i < rows * out; ++i) {
+      double z = y[static_cast<std::size_t>(i)] + bd[static_cast<std::size_t>(i % out)];
+      z = layer.act == Activation::relu ? fp64::relu(z) : layer.act == Activation::gelu ? fp64::gelu(z) : z;
+      total += g[static_cast<std::size_t>(i)] * z;
+    }
+    return total;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("linear backward (dx, dW, db) matches FP64 finite differences", "[gradcheck]") {
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+    INFO("activation " << static_cast<int>(act));
+    LinearSetup s(act);
+    Tape tape;
+    OpContext ctx{*s.backend, s.arena, &tape};
+    const Var x = make_var(tensor_from(*s.backend, s.x, Shape{s.rows, s.in}, DType::f32), true);
+    const Var y = linear(ctx, x, s.layer);
+    y->grad = tensor_from(*s.backend, s.g, Shape{s.rows, s.out}, DType::f32);
+    tape.backward();
+
+    const auto xd = to_double(s.x), wd = to_double(s.w), bd = to_double(s.b);
+    const auto num_dx = fp64::numerical_gradient([&](const std::vector<double>& v) { return s.objective(v, wd, bd); }, xd);
+    const auto num_dw = fp64::numerical_gradient([&](const std::vector<double>& v) { return s.objective(xd, v, bd); }, wd);
+    const auto num_db = fp64::numerical_gradient([&](const std::vector<double>& v) { return s.objective(xd, wd, v); }, bd);
+    CHECK(worst_error(to_double(values_of(*s.backend, x->grad)), num_dx, kAtol, kRtol) <= 1);
+    CHECK(worst_error(to_double(values_of(*s.backend, s.arena.grad(s.layer.weight))), num_dw, kAtol, kRtol) <= 1);
+    CHECK(worst_error(to_double(values_of(*s.backend, s.arena.grad(s.layer.bias))), num_db, kAtol, kRtol) <= 1);
+  }
+}
+
+TEST_CASE("parameter gradients accumulate (+=) across backward passes", "[gradcheck]") {
+  LinearSetup s(Activation::gelu);
+  std::vector<float> once;
+  for (int pass = 0; pass < 2; ++pass) {
+    Tape tape;
+    OpContext ctx{*s.backend, s.arena, &tape};
+    const Var x = make_var(tensor_from(*s.backend, s.x, Shape{s.rows, s.in}, DType::f32));
+    const Var y = linear(ctx, x, s.layer);
+    y->grad = tensor_from(*s.backend, s.g, Shape{s.rows, s.out}, DType::f32);
+    tape.backward();
+    if (pass == 0) once = values_of(*s.backend, s.arena.grad(s.layer.weight));
+  }
+  const std::vector<float> twice = values_of(*s.backend, s.arena.grad(s.layer.weight));
+  for (std::size_t i = 0; i < once.size(); ++i) CHECK(twice[i] == Approx(2 * once[i]).epsilon(1e-6));
+}
+
+TEST_CASE("softmax cross-entropy gradient matches FP64 finite differences", "[gradcheck]") {
+  const std::int64_t rows = 5, classes = 7;
+  auto backend = make_cpu_backend();
+  ParamArena arena;
+  arena.allocate(*backend, DType::f32);
+  const std::vector<float> z = random_floats(static_cast<std::size_t>(rows * classes), 5, -3, 3);
+  const std::vector<std::int32_t> labels = {0, 6, 3, 3, 1};
+  const Tensor labels_dev = backend->buffer(labels.size() * 4);
+  backend->upload(labels_dev.data(), labels.data(), labels.size() * 4);
+  const Tensor loss = backend->zeros(Shape{1}, DType::f32);
+
+  Tape tape;
+  OpContext ctx{*backend, arena, &tape};
+  const Var logits = make_var(tensor_from(*backend, z, Shape{rows, classes}, DType::f32), true);
+  cross_entropy(ctx, logits, {labels_dev.data_as<std::int32_t>(), nullptr, static_cast<float>(rows), loss.data_as<float>(),
+                              1.0f / static_cast<float>(rows), nullptr});
+  tape.backward();
+
+  const auto zd = to_double(z);
+  CHECK(values_of(*backend, loss)[0] == Approx(fp64::cross_entropy(zd, labels, rows, classes)).epsilon(1e-6));
+  const auto num = fp64::numerical_gradient([&](const std::vector<double>& v) { return fp64::cross_entropy(v, labels, rows, classes); }, zd);
+  CHECK(worst_error(to_double(values_of(*backend, logits->grad)), num, 1e-6, 1e-4) <= 1);
+}
+
+TEST_CASE("a whole MLP's parameter gradients match FP64 finite differences", "[gradcheck]") {
+  auto backend = make_cpu_backend();
+  ParamArena arena;
+  MlpConfig config{6, {5, 4}, 3, Activation::gelu};
+  Mlp mlp(config, arena);
+  arena.allocate(*backend, DType::f32);
+  mlp.initialize(arena, *backend, 9);
+  const std::int64_t rows = 3;
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * config.inputs), 6, 0, 1);
+  const std::vector<std::int32_t> labels = {2, 0, 1};
+  const Tensor labels_dev = backend->buffer(12);
+  backend->upload(labels_dev.data(), labels.data(), 12);
+
+  Tape tape;
+  OpContext ctx{*backend, arena, &tape};
+  const Var logits = mlp.forward(ctx, make_var(tensor_from(*backend, x, Shape{rows, config.inputs}, DType::f32)));
+  cross_entropy(ctx, logits, {labels_dev.data_as<std::int32_t>(), nullptr, static_cast<float>(rows), nullptr, 1, nullptr});
+  tape.backward();
+
+  // FP64 loss as a function of the whole (padded) master arena.
+  const std::vector<float> master = values_of(*backend, arena.master());
+  auto loss = [&](const std::vector<double>& p) {
+    std::vector<double> h = to_double(x);
+    std::int64_t in = config.inputs;
+    for (std::size_t layer = 0; layer < 3; ++layer) {
+      const ParamInfo& w = arena.params()[2 * layer];
+      const ParamInfo& b = arena.params()[2 * layer + 1];
+      const std::int64_t out = w.shape[0];
+      const std::vector<double> wd(p.begin() + w.offset, p.begin() + w.offset + out * in);
+      fp64::Matrix y = fp64::matmul_nt(h, wd, rows, out, in);
+      for (std::int64_t i = 0; i < rows * out; ++i) {
+        y[static_cast<std::size_t>(i)] += p[static_cast<std::size_t>(b.offset + i % out)];
+        if (layer < 2) y[static_cast<std::size_t>(i)] = fp64::gelu(y[static_cast<std::size_t>(i)]);
+      }
+      h = y;
+      in = out;
+    }
+    return fp64::cross_entropy(h, labels, rows, config.classes);
+  };
+  const auto num = fp64::numerical_gradient(loss, to_double(master));
+  CHECK(worst_error(to_double(values_of(*backend, arena.grads())), num, kAtol, kRtol) <= 1);
+}
+
+TEST_CASE("fp16 linear rounds where the policy says: pre = round(acc + b), out = round(act(pre))", "[gradcheck][precision]") {
+  LinearSetup s(Activation::gelu);
+  // Re-allocate the same layer with an fp16 working copy.
+  ParamArena half_arena;
+  LinearLayer layer{half_arena.add("w", Shape{s.out, s.in}), half_arena.add("b", Shape{s.out}), Activation::gelu};
+  half_arena.allocate(*s.backend, DType::f16);
+  upload(*s.backend, half_arena.master(layer.weight), s.w);
+  upload(*s.backend, half_arena.master(layer.bias), s.b);
+  half_arena.refresh_working_copy(*s.backend);
+
+  OpContext ctx{*s.backend, half_arena, nullptr};
+  const Var x = make_var(tensor_from(*s.backend, s.x, Shape{s.rows, s.in}, DType::f16));
+  const Var y = linear(ctx, x, layer);
+  REQUIRE(y->value.dtype() == DType::f16);
+  const std::vector<float> got = values_of(*s.backend, y->value);
+  const std::vector<float> x16 = values_of(*s.backend, x->value);
+  const std::vector<float> w16 = values_of(*s.backend, half_arena.working(layer.weight));
+  const std::vector<float> b16 = values_of(*s.backend, half_arena.working(layer.bias));
+  const fp64::Matrix acc = fp64::matmul_nt(to_double(x16), to_double(w16), s.rows, s.out, s.in);
+  for (std::int64_t i = 0; i < s.rows * s.out; ++i) {
+    const float pre = round_to(DType::f16, static_cast<float>(acc[static_cast<std::size_t>(i)]) + b16[static_cast<std::size_t>(i % s.out)]);
+    const float expected = round_to(DType::f16, static_cast<float>(fp64::gelu(pre)));
+    // One fp16 ulp of slack: the FP32 accumulation order may tip a value across a rounding boundary.
+    CHECK(std::fabs(got[static_cast<std::size_t>(i)] - expected) <= std::ldexp(std::fabs(expected), -10) + 0x1p-24f);
+  }
+}
