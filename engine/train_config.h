@@ -54,6 +54,7 @@ struct TrainConfig {
   std::string metrics_path;
   std::string save_dir;
   std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
+  int keep = 3;                       // checkpoints kept under save_dir (0: all)
   std::vector<OverflowInjection> inject_overflow;
   bool progress_bar = true;           // drawn only when stdout is a terminal
 

@@ -94,6 +94,7 @@ void Trainer::train_step(std::int64_t step) {
   // scaler update: back off or grow, and write this step's record
   scaler_->update(record);
   log_->step_queued(step, epoch + 1);
+  steps_done_ = step;
 }
 
 EvalResult Trainer::evaluate() {
@@ -118,6 +119,43 @@ EvalResult Trainer::evaluate() {
   return {host[0] / n, host[1] / n};
 }
 
+CheckpointState Trainer::snapshot() const {
+  CheckpointState s;
+  s.params = params_.params();
+  s.arena_size = params_.size();
+  s.master = download<float>(backend_, params_.master());
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const auto& [kind, tensor] : optimizer_->state_tensors()) {
+    s.optimizer.emplace_back(kind, download<float>(backend_, tensor));
+    kinds.push_back(kind);
+  }
+  s.step_state = scaler_->read_state();
+  s.step = steps_done_;
+  nlohmann::json names = nlohmann::json::array();
+  for (const ParamInfo& p : params_.params()) names.push_back(p.name);
+  s.config = {{"params", names},
+              {"optimizer_state", kinds},
+              {"hidden", config_.hidden},
+              {"activation", static_cast<int>(config_.activation)},
+              {"precision", precision_name(config_.precision)},
+              {"optimizer", optimizer_name(config_.optimizer.kind)},
+              {"seed", config_.seed},
+              {"batch_size", config_.batch_size},
+              {"accum_steps", config_.accum_steps},
+              {"world_size", comm_.world_size()},
+              {"data", config_.data}};
+  return s;
+}
+
+std::string Trainer::save_checkpoint(std::int64_t step) const {
+  HT_ASSERT(step == steps_done_);
+  const CheckpointState state = snapshot();
+  if (comm_.rank() != 0) return {};
+  const std::string dir = write_checkpoint(config_.save_dir, state, config_.keep);
+  log_->message(fmt::format("saved {}", dir));
+  return dir;
+}
+
 TrainSummary Trainer::run() {
   TrainSummary summary;
   const double start = now_seconds();
@@ -132,10 +170,12 @@ TrainSummary Trainer::run() {
   for (std::int64_t step = 1; step <= total_steps_; ++step) {
     train_step(step);
     if (step % steps_per_epoch_ == 0) evaluate_and_log(step, step / steps_per_epoch_);
+    if (config_.save_every > 0 && step % config_.save_every == 0 && step != total_steps_) save_checkpoint(step);
   }
   if (total_steps_ == 0 || total_steps_ % steps_per_epoch_ != 0)
     evaluate_and_log(total_steps_, (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_);
   log_->drain();
+  if (!config_.save_dir.empty()) save_checkpoint(total_steps_);
   summary.steps = log_->history();
   summary.skipped_steps = log_->skipped_total();
   summary.seconds = now_seconds() - start;

@@ -7,6 +7,7 @@
 
 #include "comm/communicator.h"
 #include "engine/backend.h"
+#include "engine/checkpoint.h"
 #include "engine/data/device_dataset.h"
 #include "engine/data/sampler.h"
 #include "engine/loss_scaler.h"
@@ -43,6 +44,9 @@ class Trainer {
   void train_step(std::int64_t step);  // one optimizer step: accum_steps micro-batches
   EvalResult evaluate();
 
+  CheckpointState snapshot() const;   // everything a resume needs, on the host (synchronises)
+  std::string save_checkpoint(std::int64_t step) const;  // rank 0 writes; returns the directory
+
   const ParamArena& params() const { return params_; }
   const LossScaler& scaler() const { return *scaler_; }
   const Optimizer& optimizer() const { return *optimizer_; }
@@ -64,6 +68,7 @@ class Trainer {
   DeviceDataset train_data_, test_data_;
   DistributedSampler sampler_;
   std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+  std::int64_t steps_done_ = 0;       // optimizer steps queued so far, skipped ones included
   std::int64_t shard_epoch_ = -1;
   Tensor shard_;
   std::unique_ptr<StepLog> log_;

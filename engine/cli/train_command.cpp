@@ -161,6 +161,7 @@ Command add_train_command(CLI::App& app) {
   t->add_option("--metrics", c.metrics_path, "write JSON Lines metrics to FILE");
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR");
   t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kNonNegative);
+  t->add_option("--keep", c.keep, "checkpoints to keep under --save (0: all)")->check(kNonNegative)->capture_default_str();
   t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
   t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
   return [flags] { return run_train(*flags); };

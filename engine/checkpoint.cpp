@@ -1,0 +1,257 @@
+#include "engine/checkpoint.h"
+
+#include "engine/error.h"
+#include "engine/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace ht {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "halftape-checkpoint";
+constexpr int kVersion = 1;
+const char* const kFiles[] = {"model.safetensors", "training_state.safetensors"};
+
+std::uint32_t crc32_of(const std::vector<std::uint8_t>& bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t at = 0; at < bytes.size();) {
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(bytes.size() - at, 1u << 30));
+    crc = crc32(crc, bytes.data() + at, chunk);
+    at += chunk;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+void fsync_path(const fs::path& p, int flags) {
+  const int fd = ::open(p.c_str(), flags);
+  HT_CHECK(fd >= 0, "{}: cannot open for fsync: {}", p.string(), std::strerror(errno));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  HT_CHECK(rc == 0, "{}: fsync failed: {}", p.string(), std::strerror(errno));
+}
+
+// Writes and fsyncs a file.
+void write_file_durably(const fs::path& p, const std::string_view bytes) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  HT_CHECK(fd >= 0, "{}: cannot create: {}", p.string(), std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(fmt::format("{}: write failed: {}", p.string(), std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  HT_CHECK(rc == 0, "{}: fsync failed: {}", p.string(), std::strerror(errno));
+}
+
+std::string_view as_chars(const std::vector<std::uint8_t>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size()};
+}
+
+std::vector<std::uint8_t> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  HT_CHECK(in.good(), "{}: cannot open", p.string());
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HT_CHECK(!in.bad(), "{}: read failed", p.string());
+  return bytes;
+}
+
+std::string step_dir_name(std::int64_t step) { return fmt::format("step-{:08}", step); }
+
+// A named, unpadded view of one parameter inside an arena-sized host vector.
+SafeTensorView param_view(const ParamInfo& p, const std::vector<float>& arena, const std::string& name) {
+  std::vector<std::int64_t> shape;
+  for (int d = 0; d < p.shape.rank(); ++d) shape.push_back(p.shape[d]);
+  return {name, "F32", shape, arena.data() + p.offset, static_cast<std::size_t>(p.shape.numel()) * sizeof(float)};
+}
+
+nlohmann::json scaler_json(const DeviceStepState& s) {
+  return {{"scale", s.scaler.scale},
+          {"growth_tracker", s.scaler.growth_tracker},
+          {"hysteresis_left", s.scaler.hysteresis_left},
+          {"consecutive_skips", s.scaler.consecutive_skips},
+          {"steps_taken", s.steps_taken},
+          {"steps_skipped", s.steps_skipped}};
+}
+
+template <class T> T field(const nlohmann::json& j, const char* key, const std::string& what) {
+  HT_CHECK(j.contains(key), "{}: field '{}' is missing", what, key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail(fmt::format("{}: field '{}' has the wrong type ({})", what, key, j.at(key).dump()));
+  }
+}
+
+}  // namespace
+
+std::string write_checkpoint(const std::string& root, const CheckpointState& s, int keep) {
+  std::vector<SafeTensorView> model, optimizer;
+  for (const ParamInfo& p : s.params) {
+    model.push_back(param_view(p, s.master, p.name));
+    for (const auto& [kind, arena] : s.optimizer) optimizer.push_back(param_view(p, arena, p.name + "." + kind));
+  }
+  const nlohmann::json meta = {{"step", s.step}, {"scaler", scaler_json(s.step_state)}, {"config", s.config}};
+  const std::vector<std::uint8_t> files[] = {
+      encode_safetensors(model, {{"format", kFormat}, {"step", std::to_string(s.step)}}),
+      encode_safetensors(optimizer, {{"format", kFormat}, {"halftape", meta.dump()}})};
+
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  HT_CHECK(!ec, "--save {}: cannot create directory: {}", root, ec.message());
+  const fs::path final_dir = fs::path(root) / step_dir_name(s.step);
+  const fs::path tmp_dir = fs::path(root) / fmt::format(".tmp-{}-{}", step_dir_name(s.step), ::getpid());
+  fs::remove_all(tmp_dir);
+  fs::create_directory(tmp_dir, ec);
+  HT_CHECK(!ec, "{}: cannot create: {}", tmp_dir.string(), ec.message());
+
+  nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion}, {"step", s.step}, {"files", nlohmann::json::object()}};
+  for (std::size_t i = 0; i < 2; ++i) {
+    write_file_durably(tmp_dir / kFiles[i], as_chars(files[i]));
+    manifest["files"][kFiles[i]] = {{"bytes", files[i].size()}, {"crc32", crc32_of(files[i])}};
+  }
+  write_file_durably(tmp_dir / "manifest.json", manifest.dump(2) + "\n");
+  fsync_path(tmp_dir, O_RDONLY | O_DIRECTORY);
+
+  // Replace an older checkpoint of the same step (a rerun) only once the new one is complete.
+  if (fs::exists(final_dir)) fs::remove_all(final_dir);
+  fs::rename(tmp_dir, final_dir, ec);
+  HT_CHECK(!ec, "{}: cannot rename into place: {}", final_dir.string(), ec.message());
+  const fs::path latest_tmp = fs::path(root) / ".latest.tmp";
+  write_file_durably(latest_tmp, step_dir_name(s.step) + "\n");
+  fs::rename(latest_tmp, fs::path(root) / "latest", ec);
+  HT_CHECK(!ec, "{}/latest: cannot update: {}", root, ec.message());
+  fsync_path(root, O_RDONLY | O_DIRECTORY);
+
+  if (keep > 0) {
+    std::vector<fs::path> steps;
+    for (const auto& entry : fs::directory_iterator(root))
+      if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0) steps.push_back(entry.path());
+    std::sort(steps.begin(), steps.end());
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i) fs::remove_all(steps[i]);
+  }
+  return final_dir.string();
+}
+
+CheckpointState read_checkpoint(const std::string& path) {
+  fs::path dir = path;
+  if (fs::exists(dir / "latest") && !fs::exists(dir / "manifest.json")) {
+    std::string name;
+    std::ifstream(dir / "latest") >> name;
+    HT_CHECK(!name.empty() && name.find('/') == std::string::npos, "{}/latest: does not name a checkpoint", path);
+    dir /= name;
+  }
+  HT_CHECK(fs::is_directory(dir), "{}: no checkpoint here (no such directory)", dir.string());
+  const fs::path manifest_path = dir / "manifest.json";
+  HT_CHECK(fs::exists(manifest_path), "{}: missing (not a checkpoint directory?)", manifest_path.string());
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(as_chars(read_file(manifest_path)));
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("{}: not valid JSON ({})", manifest_path.string(), e.what()));
+  }
+  const std::string mwhat = manifest_path.string();
+  HT_CHECK(manifest.is_object() && field<std::string>(manifest, "format", mwhat) == kFormat,
+           "{}: field 'format' is not {}", mwhat, kFormat);
+  HT_CHECK(field<int>(manifest, "version", mwhat) == kVersion, "{}: field 'version' is {}, this halftape reads {}", mwhat,
+           manifest["version"].dump(), kVersion);
+
+  std::vector<std::uint8_t> bytes[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const fs::path file = dir / kFiles[i];
+    HT_CHECK(manifest.contains("files") && manifest["files"].contains(kFiles[i]), "{}: field 'files.{}' is missing", mwhat,
+             kFiles[i]);
+    const nlohmann::json& entry = manifest["files"][kFiles[i]];
+    HT_CHECK(fs::exists(file), "{}: missing", file.string());
+    bytes[i] = read_file(file);
+    const auto expected_bytes = field<std::uint64_t>(entry, "bytes", mwhat + " files." + kFiles[i]);
+    HT_CHECK(bytes[i].size() == expected_bytes, "{}: {} bytes, the manifest says {} (truncated or replaced)", file.string(),
+             bytes[i].size(), expected_bytes);
+    HT_CHECK(crc32_of(bytes[i]) == field<std::uint32_t>(entry, "crc32", mwhat + " files." + kFiles[i]),
+             "{}: checksum mismatch (the file is corrupt)", file.string());
+  }
+  const std::string model_path = (dir / kFiles[0]).string(), state_path = (dir / kFiles[1]).string();
+  const SafeTensorsFile model = decode_safetensors(bytes[0], model_path);
+  const SafeTensorsFile state = decode_safetensors(bytes[1], state_path);
+  HT_CHECK(state.metadata.count("halftape"), "{}: __metadata__ field 'halftape' is missing", state_path);
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(state.metadata.at("halftape"));
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("{}: __metadata__.halftape is not valid JSON ({})", state_path, e.what()));
+  }
+
+  CheckpointState s;
+  const std::string meta_what = state_path + " __metadata__.halftape";
+  s.step = field<std::int64_t>(meta, "step", meta_what);
+  s.config = field<nlohmann::json>(meta, "config", meta_what);
+  const auto scaler = field<nlohmann::json>(meta, "scaler", meta_what);
+  const std::string scaler_what = meta_what + ".scaler";
+  s.step_state.scaler.scale = field<float>(scaler, "scale", scaler_what);
+  s.step_state.scaler.growth_tracker = field<std::int32_t>(scaler, "growth_tracker", scaler_what);
+  s.step_state.scaler.hysteresis_left = field<std::int32_t>(scaler, "hysteresis_left", scaler_what);
+  s.step_state.scaler.consecutive_skips = field<std::int32_t>(scaler, "consecutive_skips", scaler_what);
+  s.step_state.steps_taken = field<std::int64_t>(scaler, "steps_taken", scaler_what);
+  s.step_state.steps_skipped = field<std::int64_t>(scaler, "steps_skipped", scaler_what);
+  HT_CHECK(s.step >= 0 && s.step_state.steps_taken + s.step_state.steps_skipped == s.step,
+           "{}: field 'step' ({}) disagrees with steps taken + skipped", meta_what, s.step);
+
+  // The model's tensors, in file order; the caller checks them against its own layout.
+  for (const auto& [name, t] : model.tensors) {
+    HT_CHECK(t.dtype == "F32", "{}: tensor '{}' has dtype {}, expected F32", model_path, name, t.dtype);
+    Shape shape;
+    HT_CHECK(t.shape.size() >= 1 && t.shape.size() <= 2, "{}: tensor '{}' has rank {}", model_path, name, t.shape.size());
+    shape = t.shape.size() == 1 ? Shape{t.shape[0]} : Shape{t.shape[0], t.shape[1]};
+    s.params.push_back({name, shape, 0});
+  }
+  // Lay them out as ParamArena would, in the order the checkpoint's config lists them.
+  const auto order = field<std::vector<std::string>>(s.config, "params", meta_what + ".config");
+  std::vector<ParamInfo> ordered;
+  std::int64_t offset = 0;
+  for (const std::string& name : order) {
+    auto it = std::find_if(s.params.begin(), s.params.end(), [&](const ParamInfo& p) { return p.name == name; });
+    HT_CHECK(it != s.params.end(), "{}: tensor '{}' is missing", model_path, name);
+    ordered.push_back({name, it->shape, offset});
+    offset += (it->shape.numel() + ParamArena::alignment - 1) / ParamArena::alignment * ParamArena::alignment;
+  }
+  HT_CHECK(ordered.size() == s.params.size(), "{}: has {} tensors, the config lists {}", model_path, s.params.size(),
+           ordered.size());
+  s.params = ordered;
+  s.arena_size = offset;
+  s.master.assign(static_cast<std::size_t>(offset), 0.0f);
+  for (const ParamInfo& p : s.params)
+    std::memcpy(s.master.data() + p.offset, model.tensors.at(p.name).data.data(), static_cast<std::size_t>(p.shape.numel()) * 4);
+
+  for (const auto& kind : field<std::vector<std::string>>(s.config, "optimizer_state", meta_what + ".config")) {
+    std::vector<float> arena(static_cast<std::size_t>(offset), 0.0f);
+    for (const ParamInfo& p : s.params) {
+      const std::string name = p.name + "." + kind;
+      auto it = state.tensors.find(name);
+      HT_CHECK(it != state.tensors.end(), "{}: tensor '{}' is missing", state_path, name);
+      HT_CHECK(it->second.dtype == "F32" && it->second.data.size() == static_cast<std::size_t>(p.shape.numel()) * 4,
+               "{}: tensor '{}' has the wrong dtype or shape", state_path, name);
+      std::memcpy(arena.data() + p.offset, it->second.data.data(), it->second.data.size());
+    }
+    s.optimizer.emplace_back(kind, std::move(arena));
+  }
+  return s;
+}
+
+}  // namespace ht
