@@ -1,34 +1,78 @@
-# The two GPU executors of kernels/*.cu and engine/gpu/*.cu:
-#   ht_gpu_cuda - nvcc, for sm_80 and sm_90 (HALFTAPE_HAVE_CUDA);
-#   ht_gpu_simt - the host compiler, against the SIMT emulator in simt/ (HALFTAPE_HAVE_SIMT).
-# The same files build both; each lands in its own inline namespace (ht::gpu::cuda / ::simt).
+# The two executors of the GPU code (kernels/*.cu and engine/gpu/*.cpp):
+#   ht_gpu_cuda - nvcc for sm_80 and sm_90, linked against the CUDA runtime (HALFTAPE_HAVE_CUDA);
+#   ht_gpu_simt - the host compiler against the SIMT emulator in simt/ (HALFTAPE_HAVE_SIMT).
+# The same files build both; each lands in its own inline namespace (ht::gpu::cuda_impl /
+# ht::gpu::simt_impl), so both link into one binary.
 
-set(HT_GPU_SOURCES)  # filled in as kernels land
+set(HT_KERNEL_SOURCES
+  kernels/elementwise.cu kernels/gemm_tiled.cu kernels/bias_act.cu kernels/cross_entropy.cu
+  kernels/grad_stats.cu kernels/optimizers.cu)
+set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp)
 
 set(HALFTAPE_HAVE_CUDA OFF)
 set(HALFTAPE_HAVE_SIMT OFF)
 
 find_path(HT_CUDA_INCLUDE_DIR cuda_fp16.h HINTS /usr/local/cuda/include ENV CUDA_HOME PATH_SUFFIXES include)
 if(HALFTAPE_SIMT AND HT_CUDA_INCLUDE_DIR)
-  set(HALFTAPE_HAVE_SIMT OFF)  # TODO(simt): enabled once the emulator lands
+  set(HALFTAPE_HAVE_SIMT ON)
 endif()
 
 if(HALFTAPE_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
-  include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(HALFTAPE_HAVE_CUDA OFF)  # TODO(cuda): enabled once the kernels land
+    # CMake 3.25 does not know nvcc's C++20 flag yet; teach it.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
+    set(HALFTAPE_HAVE_CUDA ON)
   endif()
 endif()
-message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA}, SIMT emulator ${HALFTAPE_HAVE_SIMT}")
+message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), SIMT emulator ${HALFTAPE_HAVE_SIMT}")
+
+if(HALFTAPE_HAVE_SIMT)
+  add_library(ht_simt_runtime STATIC simt/scheduler.cpp simt/runtime.cpp)
+  target_include_directories(ht_simt_runtime PUBLIC ${CMAKE_SOURCE_DIR} ${HT_CUDA_INCLUDE_DIR})
+  target_link_libraries(ht_simt_runtime PUBLIC Boost::context fmt::fmt Threads::Threads)
+  target_compile_options(ht_simt_runtime PRIVATE ${HT_WARNINGS})
+  if(HALFTAPE_SANITIZE)
+    # Fibers must tell ASan when they switch stacks; Boost.Context does so on its ucontext path.
+    target_compile_definitions(ht_simt_runtime PRIVATE BOOST_USE_UCONTEXT BOOST_USE_ASAN)
+  endif()
+
+  # The kernels, compiled as C++ through one-line wrappers (a source file has one language).
+  set(simt_sources)
+  foreach(cu ${HT_KERNEL_SOURCES})
+    get_filename_component(name ${cu} NAME_WE)
+    set(wrapper ${CMAKE_BINARY_DIR}/simt_kernels/${name}.cpp)
+    file(GENERATE OUTPUT ${wrapper} CONTENT "// Generated: ${cu} for the SIMT emulator.\n#include \"${cu}\"\n")
+    list(APPEND simt_sources ${wrapper})
+  endforeach()
+  add_library(ht_gpu_simt STATIC ${simt_sources} ${HT_GPU_HOST_SOURCES})
+  target_compile_definitions(ht_gpu_simt PRIVATE HT_SIMT=1)
+  target_link_libraries(ht_gpu_simt PUBLIC ht_core ht_simt_runtime)
+  target_compile_options(ht_gpu_simt PRIVATE ${HT_WARNINGS})
+endif()
+
+if(HALFTAPE_HAVE_CUDA)
+  find_library(HT_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES})
+  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart)
+  target_compile_options(ht_gpu_cuda PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
+    $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)
+endif()
 
 function(halftape_link_gpu_backends target)
   target_compile_definitions(${target} PRIVATE

@@ -2,8 +2,9 @@
 //
 // fp16 (binary16) and bf16 are stored as raw 16-bit patterns. Conversions from fp32 round to
 // nearest even, overflow to inf, keep subnormals, and turn every NaN into the canonical
-// pattern 0x7fff, which is what cuda_fp16.h / cuda_bf16.h produce, so the CPU backend and the
-// GPU kernels agree bit for bit on every input. Widening to fp32 is exact.
+// pattern 0x7fff; widening to fp32 is exact (an fp16 NaN widens to the canonical 0x7fffffff, a
+// bf16 NaN keeps its payload). That is exactly what cuda_fp16.h / cuda_bf16.h do, so the CPU
+// backend and the GPU kernels agree bit for bit on every input.
 #pragma once
 
 #include <bit>
@@ -68,10 +69,8 @@ constexpr std::uint16_t f32_to_bf16_bits(float value) {
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-constexpr float bf16_bits_to_f32(std::uint16_t b) {
-  if ((b & 0x7fffu) > 0x7f80u) return std::bit_cast<float>(0x7fffffffu);
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
+// A shift, as on the GPU: a NaN keeps its payload (cuda_bf16.h does the same on the host).
+constexpr float bf16_bits_to_f32(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
 // Storage types for the CPU backend; layout-compatible with __half and __nv_bfloat16.
 struct f16 {

@@ -7,13 +7,13 @@
 namespace ht {
 
 #if HALFTAPE_HAVE_SIMT
-namespace gpu::simt { std::unique_ptr<Backend> make_gpu_backend(int local_rank); }
+namespace gpu::simt_impl { std::unique_ptr<Backend> make_gpu_backend(int local_rank); }
 #endif
 #if HALFTAPE_HAVE_CUDA
-namespace gpu::cuda {
+namespace gpu::cuda_impl {
 std::unique_ptr<Backend> make_gpu_backend(int local_rank);
 int device_count();
-}  // namespace gpu::cuda
+}  // namespace gpu::cuda_impl
 #endif
 
 DeviceChoice parse_device(std::string_view name) {
@@ -26,7 +26,7 @@ DeviceChoice parse_device(std::string_view name) {
 
 bool cuda_available() {
 #if HALFTAPE_HAVE_CUDA
-  return gpu::cuda::device_count() > 0;
+  return gpu::cuda_impl::device_count() > 0;
 #else
   return false;
 #endif
@@ -37,14 +37,14 @@ std::unique_ptr<Backend> make_backend(DeviceChoice choice, int local_rank) {
     case DeviceChoice::cpu: return make_cpu_backend();
     case DeviceChoice::simt:
 #if HALFTAPE_HAVE_SIMT
-      return gpu::simt::make_gpu_backend(local_rank);
+      return gpu::simt_impl::make_gpu_backend(local_rank);
 #else
       fail("--device simt: this build has no SIMT emulator (it was built without the CUDA toolkit headers)");
 #endif
     case DeviceChoice::cuda:
 #if HALFTAPE_HAVE_CUDA
-      HT_CHECK(gpu::cuda::device_count() > 0, "--device cuda: no CUDA GPU is visible on this machine");
-      return gpu::cuda::make_gpu_backend(local_rank);
+      HT_CHECK(gpu::cuda_impl::device_count() > 0, "--device cuda: no CUDA GPU is visible on this machine");
+      return gpu::cuda_impl::make_gpu_backend(local_rank);
 #else
       fail("--device cuda: this build has no CUDA backend (it was built without nvcc)");
 #endif

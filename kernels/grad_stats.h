@@ -51,4 +51,27 @@ struct ScalerUpdateArgs {
 };
 void update_scaler_ref(const ScalerUpdateArgs& a);
 
+// The single-threaded ends of steps 2 and 4, shared verbatim by the CPU reference and the
+// GPU kernels.
+HT_HD void finish_step_control(DeviceStepState& s, double norm2, std::int32_t found_inf, float max_grad_norm,
+                               const LrSchedule& schedule) {
+  StepControl& c = s.control;
+  c.grad_norm = static_cast<float>(sqrt(norm2));
+  c.found_inf = found_inf;
+  c.clip_coef = clip_coefficient(c.grad_norm, max_grad_norm);
+  c.lr = scheduled_lr(schedule, s.steps_taken);
+  c.t = s.steps_taken + 1;
+}
+
+HT_HD void finish_scaler_update(DeviceStepState& s, const LossScalerConfig& config, StepRecord& r) {
+  const bool found_inf = s.control.found_inf != 0;
+  r.loss_scale = s.scaler.scale;
+  r.grad_norm = s.control.grad_norm;
+  r.lr = s.control.lr;
+  r.skipped = found_inf ? 1 : 0;
+  update_loss_scale(s.scaler, found_inf, config);
+  if (found_inf) s.steps_skipped += 1; else s.steps_taken += 1;
+  r.consecutive_skips = s.scaler.consecutive_skips;
+}
+
 }  // namespace ht

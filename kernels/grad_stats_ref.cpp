@@ -28,28 +28,12 @@ void finalize_grad_stats_ref(const FinalizeArgs& a) {
   std::int32_t found_inf = 0;
   for (std::int32_t t = 0; t < a.num_tensors; ++t) {
     found_inf |= a.tensor_nonfinite[t];
-    a.nonfinite_log[t] = a.tensor_nonfinite[t];
+    if (a.nonfinite_log) a.nonfinite_log[t] = a.tensor_nonfinite[t];
     a.tensor_nonfinite[t] = 0;
   }
-  StepControl& c = a.state->control;
-  c.grad_norm = static_cast<float>(std::sqrt(norm2));
-  c.found_inf = found_inf;
-  c.clip_coef = clip_coefficient(c.grad_norm, a.max_grad_norm);
-  c.lr = scheduled_lr(a.schedule, a.state->steps_taken);
-  c.t = a.state->steps_taken + 1;
+  finish_step_control(*a.state, norm2, found_inf, a.max_grad_norm, a.schedule);
 }
 
-void update_scaler_ref(const ScalerUpdateArgs& a) {
-  DeviceStepState& s = *a.state;
-  const bool found_inf = s.control.found_inf != 0;
-  StepRecord& r = *a.record;
-  r.loss_scale = s.scaler.scale;
-  r.grad_norm = s.control.grad_norm;
-  r.lr = s.control.lr;
-  r.skipped = found_inf ? 1 : 0;
-  update_loss_scale(s.scaler, found_inf, a.config);
-  if (found_inf) ++s.steps_skipped; else ++s.steps_taken;
-  r.consecutive_skips = s.scaler.consecutive_skips;
-}
+void update_scaler_ref(const ScalerUpdateArgs& a) { finish_scaler_update(*a.state, a.config, *a.record); }
 
 }  // namespace ht

@@ -49,7 +49,7 @@ TEST_CASE("safetensors: malformed input is refused with the field named", "[chec
                     Catch::Contains("trailing"));
 }
 
-TEST_CASE("--save writes PyTorch-named weights and the full training state, read back exactly", "[checkpoint]") {
+TEST_CASE("flag --save writes PyTorch-named weights and the full training state, read back exactly", "[checkpoint]") {
   const fs::path root = fs::temp_directory_path() / "halftape-ckpt-test";
   fs::remove_all(root);
   TrainConfig c = small_config(Precision::fp16);

@@ -81,7 +81,7 @@ TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("--device cuda without a GPU says so", "[cli]") {
+TEST_CASE("flag --device cuda without a GPU says so", "[cli]") {
   const Result r = run_halftape("train --device cuda --data synthetic --steps 1");
   if (r.status == 0) {
     WARN("skipped: a GPU is present, so --device cuda works here");
@@ -90,7 +90,7 @@ TEST_CASE("--device cuda without a GPU says so", "[cli]") {
   expect_one_error_line("train --device cuda --data synthetic --steps 1", "--device cuda");
 }
 
-TEST_CASE("--help and --version exit 0", "[cli]") {
+TEST_CASE("flag --help and --version exit 0", "[cli]") {
   const Result help = run_halftape("train --help");
   CHECK(help.status == 0);
   CHECK(help.out.find("--inject-overflow") != std::string::npos);

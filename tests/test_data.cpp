@@ -107,7 +107,7 @@ TEST_CASE("IDX: label count mismatch and labels out of range are refused", "[dat
   CHECK_THROWS_WITH(load_idx_pair("t", images, bad_label, 10), Catch::Contains("label 10 at index 2 is out of range"));
 }
 
-TEST_CASE("--data: a directory with a missing file names the file", "[data]") {
+TEST_CASE("flag --data: a directory with a missing file names the file", "[data]") {
   TempDir dir;
   write_mnist_like(dir, false);
   fs::remove(dir.path / "t10k-labels-idx1-ubyte");

@@ -76,7 +76,7 @@ void exhaustive(const Format& f) {
     const double expected = value_of(f, bits);
     const float decoded = f.decode(bits);
     if (std::isnan(expected)) {
-      REQUIRE(std::bit_cast<std::uint32_t>(decoded) == 0x7fffffffu);
+      REQUIRE(std::isnan(decoded));
       REQUIRE(f.encode(decoded) == canonical_nan16);
       continue;
     }
@@ -125,6 +125,8 @@ TEST_CASE("fp16/bf16: random fp32 inputs match the double-precision reference", 
   REQUIRE(f32_to_bf16_bits(0x1p-149f) == 0x0000);       // smallest fp32 subnormal: tie to even
   REQUIRE(f32_to_bf16_bits(std::bit_cast<float>(0x00010000u)) == 0x0001);
   REQUIRE(round_to(DType::f16, 1.0f + 0x1p-11f) == 1.0f);
+  REQUIRE(std::bit_cast<std::uint32_t>(f16_bits_to_f32(0x7c01)) == 0x7fffffffu);  // canonical, as cuda_fp16.h
+  REQUIRE(std::bit_cast<std::uint32_t>(bf16_bits_to_f32(0x7f81)) == 0x7f810000u);  // payload kept, as cuda_bf16.h
   REQUIRE(round_to(DType::f32, 1.0f + 0x1p-11f) == 1.0f + 0x1p-11f);
 }
 
@@ -139,11 +141,13 @@ TEST_CASE("fp16/bf16: the CPU conversions equal cuda_fp16.h and cuda_bf16.h bit 
     REQUIRE(f32_to_bf16_bits(x) == bf_bits(__float2bfloat16_rn(x)));
   }
   for (std::uint32_t b = 0; b < 65536; ++b) {
-    __half h;
-    __nv_bfloat16 bf;
     const auto bits = static_cast<std::uint16_t>(b);
-    std::memcpy(&h, &bits, 2);
-    std::memcpy(&bf, &bits, 2);
+    __half_raw hr;
+    hr.x = bits;
+    __nv_bfloat16_raw br;
+    br.x = bits;
+    const __half h = hr;
+    const __nv_bfloat16 bf = br;
     REQUIRE(std::bit_cast<std::uint32_t>(f16_bits_to_f32(bits)) == std::bit_cast<std::uint32_t>(__half2float(h)));
     REQUIRE(std::bit_cast<std::uint32_t>(bf16_bits_to_f32(bits)) == std::bit_cast<std::uint32_t>(__bfloat162float(bf)));
   }

@@ -52,7 +52,7 @@ TEST_CASE("k micro-batches of B/k give the same update as one batch of B (fp32)"
   }
 }
 
-TEST_CASE("--inject-overflow skips exactly the named steps and backs the scale off each time", "[training][overflow]") {
+TEST_CASE("flag --inject-overflow skips exactly the named steps and backs the scale off each time", "[training][overflow]") {
   TrainConfig c = small_config(Precision::fp16);
   c.steps = 10;
   c.inject_overflow = parse_overflow_injections("3,7");
@@ -71,7 +71,7 @@ TEST_CASE("--inject-overflow skips exactly the named steps and backs the scale o
   CHECK(cosine.summary.steps[2].record.lr < cosine.summary.steps[1].record.lr);
 }
 
-TEST_CASE("--init-scale 2^24 overflows on purpose: skips, backs off, logs each skip, and still converges", "[training][overflow]") {
+TEST_CASE("flag --init-scale 2^24 overflows on purpose: skips, backs off, logs each skip, and still converges", "[training][overflow]") {
   TrainConfig c = small_config(Precision::fp16);
   c.scaler.init_scale = 16777216.0f;
   c.steps = 60;
@@ -98,7 +98,7 @@ TEST_CASE("fp32 and bf16 use no loss scaling", "[training]") {
   }
 }
 
-TEST_CASE("--metrics writes one JSON record per step and one per evaluation", "[training]") {
+TEST_CASE("flag --metrics writes one JSON record per step and one per evaluation", "[training]") {
   TrainConfig c = small_config(Precision::fp16);
   c.steps = 5;
   c.metrics_path = (std::filesystem::temp_directory_path() / "halftape-metrics-test.jsonl").string();
@@ -124,7 +124,7 @@ TEST_CASE("--metrics writes one JSON record per step and one per evaluation", "[
   CHECK(eval["test_accuracy"].get<double>() <= 1.0);
 }
 
-TEST_CASE("--steps 0 initialises and evaluates without training", "[training]") {
+TEST_CASE("flag --steps 0 initialises and evaluates without training", "[training]") {
   TrainConfig c = small_config();
   c.steps = 0;
   const TrainRun run = train_in_process(c);

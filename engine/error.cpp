@@ -1,0 +1,9 @@
+#include "engine/error.h"
+
+namespace ht {
+
+void gpu_call_failed(const char* call, const char* error, const char* file, int line) {
+  fail(fmt::format("{} failed: {} ({}:{})", call, error, file, line));
+}
+
+}  // namespace ht

@@ -1,0 +1,149 @@
+// The GPU backend: device memory through the caching allocator, one compute stream, and the
+// kernels of kernels/*.cu. Compiled twice - against the CUDA runtime (device cuda) and against
+// the SIMT emulator (device simt) - from this one source.
+#include "engine/backend.h"
+#include "engine/gpu/runtime.h"
+#include "kernels/launch.h"
+
+#include <fmt/format.h>
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+namespace {
+
+#if defined(HT_SIMT)
+constexpr Device kDevice = Device::simt;
+#else
+constexpr Device kDevice = Device::cuda;
+#endif
+
+class GpuEvent final : public Event {
+ public:
+  explicit GpuEvent(cudaStream_t stream) {
+    HT_CUDA_CHECK(rt::cudaEventCreateWithFlags(&event_, cudaEventDefault));
+    HT_CUDA_CHECK(rt::cudaEventRecord(event_, stream));
+  }
+  ~GpuEvent() override { rt::cudaEventDestroy(event_); }
+  void wait() override { HT_CUDA_CHECK(rt::cudaEventSynchronize(event_)); }
+  bool ready() override {
+    const cudaError_t e = rt::cudaEventQuery(event_);
+    if (e == cudaErrorNotReady) return false;
+    HT_CUDA_CHECK(e);
+    return true;
+  }
+  float elapsed_ms_since(Event& start) override {
+    float ms = 0;
+    HT_CUDA_CHECK(rt::cudaEventElapsedTime(&ms, dynamic_cast<GpuEvent&>(start).event_, event_));
+    return ms;
+  }
+  cudaEvent_t handle() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class GpuBackend final : public Backend {
+ public:
+  explicit GpuBackend(int device)
+      : allocator_(kDevice == Device::cuda ? "GPU" : "SIMT device",
+                   [](std::size_t n) -> void* {
+                     void* p = nullptr;
+                     return rt::cudaMalloc(&p, n) == cudaSuccess ? p : nullptr;
+                   },
+                   [](void* p) { rt::cudaFree(p); }) {
+    HT_CUDA_CHECK(rt::cudaSetDevice(device));
+    HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
+    HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
+    stream_.sm_count = props_.multiProcessorCount;
+  }
+  ~GpuBackend() override {
+    rt::cudaStreamSynchronize(stream_.handle);
+    allocator_.release_cached();
+    rt::cudaStreamDestroy(stream_.handle);
+  }
+
+  Device device() const override { return kDevice; }
+  std::string description() const override {
+    if (kDevice == Device::simt) return fmt::format("simt (SIMT emulator, {} worker threads)", props_.multiProcessorCount);
+    return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
+                       static_cast<double>(props_.totalGlobalMem) / (1 << 30));
+  }
+
+  // The simt device allocates exact sizes straight from the emulator, so AddressSanitizer and
+  // the emulator's range checks see every buffer's true bounds; cuda caches.
+  void* allocate(std::size_t bytes) override {
+    if constexpr (kDevice == Device::cuda) return allocator_.allocate(bytes);
+    void* p = nullptr;
+    HT_CHECK(rt::cudaMalloc(&p, bytes) == cudaSuccess, "out of SIMT device memory: could not allocate {} bytes", bytes);
+    return p;
+  }
+  void deallocate(void* ptr) override {
+    if constexpr (kDevice == Device::cuda) allocator_.deallocate(ptr);
+    else rt::cudaFree(ptr);
+  }
+  AllocatorStats memory_stats() const override { return allocator_.stats(); }
+  void* allocate_pinned(std::size_t bytes) override {
+    void* p = nullptr;
+    HT_CUDA_CHECK(rt::cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void free_pinned(void* ptr) override { rt::cudaFreeHost(ptr); }
+
+  void upload(void* dst, const void* src, std::size_t n) override {
+    if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_.handle));
+  }
+  void download(void* dst, const void* src, std::size_t n) override {
+    if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream_.handle));
+    synchronize();
+  }
+  void download_async(void* dst, const void* src, std::size_t n) override {
+    if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream_.handle));
+  }
+  void copy(void* dst, const void* src, std::size_t n) override {
+    if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream_.handle));
+  }
+  void zero(void* dst, std::size_t n) override {
+    if (n) HT_CUDA_CHECK(rt::cudaMemsetAsync(dst, 0, n, stream_.handle));
+  }
+  std::unique_ptr<Event> record_event() override { return std::make_unique<GpuEvent>(stream_.handle); }
+  void synchronize() override { HT_CUDA_CHECK(rt::cudaStreamSynchronize(stream_.handle)); }
+  void* native_stream() override { return stream_.handle; }
+
+  void cast(const CastArgs& a) override { launch_cast(a, stream_); }
+  void fill(const FillArgs& a) override { launch_fill(a, stream_); }
+  void gather_batch(const GatherArgs& a) override { launch_gather_batch(a, stream_); }
+  void sum(const SumArgs& a) override { launch_sum(a, stream_); }
+  void gemm(const GemmArgs& a) override { launch_gemm_tiled(a, stream_); }
+  void bias_act(const BiasActArgs& a) override { launch_bias_act(a, stream_); }
+  void act_backward(const ActBackwardArgs& a) override { launch_act_backward(a, stream_); }
+  void bias_grad(const BiasGradArgs& a) override { launch_bias_grad(a, stream_); }
+  void cross_entropy(const CrossEntropyArgs& a) override { launch_cross_entropy(a, stream_); }
+  void unscale_check_norm(const UnscaleArgs& a) override { launch_unscale_check_norm(a, stream_); }
+  void finalize_grad_stats(const FinalizeArgs& a) override { launch_finalize_grad_stats(a, stream_); }
+  void update_scaler(const ScalerUpdateArgs& a) override { launch_update_scaler(a, stream_); }
+  void sgd_step(const SgdArgs& a) override { launch_sgd_step(a, stream_); }
+  void adamw_step(const AdamWArgs& a) override { launch_adamw_step(a, stream_); }
+  std::int32_t grad_stats_blocks(std::int32_t num_chunks) const override {
+    return ht::gpu::grad_stats_blocks(num_chunks, stream_);
+  }
+
+ private:
+  CachingAllocator allocator_;
+  cudaDeviceProp props_{};
+  Stream stream_;
+};
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  return rt::cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+std::unique_ptr<Backend> make_gpu_backend(int local_rank) {
+  const int n = device_count();
+  HT_CHECK(n > 0, "no {} device is available", kDevice == Device::cuda ? "CUDA" : "SIMT");
+  return std::make_unique<GpuBackend>(local_rank % n);
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS

@@ -1,0 +1,83 @@
+// The linear layer's epilogue (bias + activation, rounded where the policy says), the
+// activation's backward, and the bias gradient (a deterministic column reduction).
+#include "kernels/activation.h"
+#include "kernels/launch.h"
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+// acc: (rows, cols) fp32, bias: (cols) T or null -> pre: (rows, cols) T (gelu only), out: (rows, cols) T
+template <class T>
+__global__ void __launch_bounds__(kBlock) bias_act_kernel(const float* __restrict__ acc, const T* __restrict__ bias,
+                                                          T* __restrict__ pre, T* __restrict__ out, std::int64_t rows,
+                                                          std::int64_t cols, Activation act) {
+  const std::int64_t n = rows * cols;
+  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
+    const T z = from_float<T>(acc[i] + (bias ? to_float(bias[i % cols]) : 0.0f));
+    if (pre) pre[i] = z;
+    out[i] = from_float<T>(activate(act, to_float(z)));
+  }
+}
+
+// dout, saved: (n) T -> dpre: (n) T
+template <class T>
+__global__ void __launch_bounds__(kBlock) act_backward_kernel(const T* __restrict__ dout, const T* __restrict__ saved,
+                                                              T* __restrict__ dpre, std::int64_t n, Activation act) {
+  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock)
+    dpre[i] = from_float<T>(to_float(dout[i]) * activation_derivative(act, to_float(saved[i])));
+}
+
+// dpre: (rows, cols) T -> dbias: (cols) fp32 +=. A block of 32 columns × 8 row groups; the
+// partial sums are combined in a fixed order, so the result is the same on every run.
+constexpr int kCols = 32, kRowGroups = 8;
+template <class T>
+__global__ void __launch_bounds__(kCols * kRowGroups) bias_grad_kernel(const T* __restrict__ dpre, std::int64_t rows,
+                                                                       std::int64_t cols, float* __restrict__ dbias) {
+  __shared__ float partial[kRowGroups][kCols + 1];
+  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
+  float sum = 0;
+  if (c < cols)
+    for (std::int64_t r = threadIdx.y; r < rows; r += kRowGroups) sum += to_float(dpre[r * cols + c]);
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    for (int g = 1; g < kRowGroups; ++g) sum += partial[g][threadIdx.x];
+    dbias[c] += sum;
+  }
+}
+
+}  // namespace
+
+void launch_bias_act(const BiasActArgs& a, const Stream& s) {
+  if (a.rows * a.cols == 0) return;
+  const LaunchConfig cfg{grid_for(a.rows * a.cols, kBlock, s), kBlock};
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    HT_LAUNCH(bias_act_kernel<T>, cfg, s, a.acc, static_cast<const T*>(a.bias), static_cast<T*>(a.pre),
+              static_cast<T*>(a.out), a.rows, a.cols, a.act);
+  });
+}
+
+void launch_act_backward(const ActBackwardArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    HT_LAUNCH(act_backward_kernel<T>, cfg, s, static_cast<const T*>(a.dout), static_cast<const T*>(a.saved),
+              static_cast<T*>(a.dpre), a.n, a.act);
+  });
+}
+
+void launch_bias_grad(const BiasGradArgs& a, const Stream& s) {
+  if (a.cols == 0) return;
+  const LaunchConfig cfg{static_cast<unsigned>((a.cols + kCols - 1) / kCols), dim3(kCols, kRowGroups)};
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    HT_LAUNCH(bias_grad_kernel<T>, cfg, s, static_cast<const T*>(a.dpre), a.rows, a.cols, a.dbias);
+  });
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS

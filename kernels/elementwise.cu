@@ -1,0 +1,83 @@
+// Element-wise kernels: casts, fills, the batch gather and a one-block sum. Grid-stride loops,
+// 256 threads a block.
+#include "kernels/launch.h"
+#include "kernels/reduce.cuh"
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ __forceinline__ std::int64_t first_index() { return std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ std::int64_t grid_stride() { return std::int64_t{gridDim.x} * blockDim.x; }
+
+// src: (n) S -> dst: (n) D, rounded to nearest even.
+template <class S, class D>
+__global__ void __launch_bounds__(kBlock) cast_kernel(const S* __restrict__ src, D* __restrict__ dst, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = from_float<D>(to_float(src[i]));
+}
+
+// dst: (n) fp32
+__global__ void __launch_bounds__(kBlock) fill_kernel(float* __restrict__ dst, std::int64_t n, float value) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = value;
+}
+
+// images: (samples, features) u8, indices: (rows) -> x: (rows, features) T = images/255, labels: (rows)
+template <class T>
+__global__ void __launch_bounds__(kBlock) gather_batch_kernel(const std::uint8_t* __restrict__ images,
+                                                              const std::int32_t* __restrict__ all_labels,
+                                                              const std::int32_t* __restrict__ indices, std::int64_t rows,
+                                                              std::int64_t features, T* __restrict__ x,
+                                                              std::int32_t* __restrict__ labels) {
+  for (std::int64_t i = first_index(); i < rows * features; i += grid_stride()) {
+    const std::int64_t r = i / features, f = i % features;
+    const std::int64_t sample = indices[r];
+    x[i] = from_float<T>(static_cast<float>(images[sample * features + f]) / 255.0f);
+    if (f == 0) labels[r] = all_labels[sample];
+  }
+}
+
+// values: (n) fp32 -> *accumulator += factor * Σ values. One block.
+__global__ void __launch_bounds__(kBlock) sum_kernel(const float* __restrict__ values, std::int64_t n, float factor,
+                                                     float* __restrict__ accumulator) {
+  float s = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += kBlock) s += values[i];
+  s = block_sum<kBlock>(s);
+  if (threadIdx.x == 0) *accumulator += factor * s;
+}
+
+}  // namespace
+
+void launch_cast(const CastArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  dispatch(a.src_dtype, [&](auto src) {
+    dispatch(a.dst_dtype, [&](auto dst) {
+      using S = typename decltype(src)::type;
+      using D = typename decltype(dst)::type;
+      HT_LAUNCH((cast_kernel<S, D>), cfg, s, static_cast<const S*>(a.src), static_cast<D*>(a.dst), a.n);
+    });
+  });
+}
+
+void launch_fill(const FillArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  HT_LAUNCH(fill_kernel, (LaunchConfig{grid_for(a.n, kBlock, s), kBlock}), s, a.dst, a.n, a.value);
+}
+
+void launch_gather_batch(const GatherArgs& a, const Stream& s) {
+  if (a.rows == 0) return;
+  const LaunchConfig cfg{grid_for(a.rows * a.features, kBlock, s), kBlock};
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    HT_LAUNCH(gather_batch_kernel<T>, cfg, s, a.images, a.all_labels, a.indices, a.rows, a.features, static_cast<T*>(a.x),
+              a.labels);
+  });
+}
+
+void launch_sum(const SumArgs& a, const Stream& s) {
+  HT_LAUNCH(sum_kernel, (LaunchConfig{1, kBlock}), s, a.values, a.n, a.factor, a.accumulator);
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS

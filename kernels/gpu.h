@@ -1,0 +1,94 @@
+// The one header every GPU source includes. It makes the same file compile two ways:
+//   nvcc                      -> real CUDA, in namespace ht::gpu::cuda_impl;
+//   host compiler + HT_SIMT   -> the SIMT emulator (simt/simt.h), in ht::gpu::simt_impl.
+// Both builds link into one binary; the inline namespace keeps their symbols apart while the
+// source says ht::gpu:: everywhere.
+#pragma once
+
+#if defined(HT_SIMT)
+#include "simt/emulator.h"
+#include "simt/simt.h"
+#define HT_GPU_NS simt_impl
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#define HT_GPU_NS cuda_impl
+#define HT_DYNAMIC_SHARED(type, name)                         \
+  extern __shared__ __align__(16) unsigned char ht_smem_[];   \
+  type* name = reinterpret_cast<type*>(ht_smem_)
+#endif
+
+#include "engine/dtype.h"
+
+#include <type_traits>
+#include <utility>
+
+namespace ht {
+// Formats "CALL failed: ERROR (FILE:LINE)" and throws ht::Error (engine/error.cpp).
+[[noreturn]] void gpu_call_failed(const char* call, const char* error, const char* file, int line);
+}  // namespace ht
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+// What a launcher needs to know about where it runs.
+struct Stream {
+  cudaStream_t handle = nullptr;
+  int sm_count = 1;  // for sizing grid-stride grids
+};
+
+struct LaunchConfig {
+  dim3 grid;
+  dim3 block;
+  std::size_t shared_bytes = 0;
+};
+
+// The only way kernels are launched, so a call site reads the same for both executors.
+// (Defined where kernels are compiled: nvcc, or the host compiler for the emulator.)
+#if defined(HT_SIMT) || defined(__CUDACC__)
+template <class... Params, class... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConfig& cfg, const Stream& stream,
+                   Args&&... args) {
+#if defined(HT_SIMT)
+  (void)stream;
+  ht::emu::launch(name, cfg.grid, cfg.block, cfg.shared_bytes,
+                  [kernel, params = std::tuple<Params...>(std::forward<Args>(args)...)] { std::apply(kernel, params); });
+#else
+  kernel<<<cfg.grid, cfg.block, cfg.shared_bytes, stream.handle>>>(std::forward<Args>(args)...);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) ht::gpu_call_failed(name, cudaGetErrorString(e), __FILE__, __LINE__);
+#endif
+}
+#endif
+
+// Blocks for a grid-stride loop over n elements: enough to fill the device, no more.
+inline unsigned grid_for(std::int64_t n, unsigned block, const Stream& s, unsigned blocks_per_sm = 4) {
+  const std::int64_t needed = (n + block - 1) / block;
+  const std::int64_t cap = static_cast<std::int64_t>(s.sm_count) * blocks_per_sm;
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, cap)));
+}
+
+// ---- element types -----------------------------------------------------------------------
+template <class T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Rounds to nearest even, as the CPU reference does.
+template <class T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Calls f(std::type_identity<T>{}) with T the device type of `t`.
+template <class F> void dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: f(std::type_identity<float>{}); return;
+    case DType::f16: f(std::type_identity<__half>{}); return;
+    case DType::bf16: f(std::type_identity<__nv_bfloat16>{}); return;
+  }
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS
+
+#define HT_LAUNCH(kernel, cfg, stream, ...) ::ht::gpu::launch_kernel(#kernel, kernel, cfg, stream, __VA_ARGS__)

@@ -1,0 +1,33 @@
+// The host entry points of the GPU kernels, one per kernel family (kernels/*.cu). Each takes
+// the same argument struct as its CPU reference (*_ref) and queues the work on `stream`.
+#pragma once
+
+#include "kernels/bias_act.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/gpu.h"
+#include "kernels/grad_stats.h"
+#include "kernels/optimizers.h"
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+void launch_cast(const CastArgs& a, const Stream& s);
+void launch_fill(const FillArgs& a, const Stream& s);
+void launch_gather_batch(const GatherArgs& a, const Stream& s);
+void launch_sum(const SumArgs& a, const Stream& s);
+void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
+void launch_bias_act(const BiasActArgs& a, const Stream& s);
+void launch_act_backward(const ActBackwardArgs& a, const Stream& s);
+void launch_bias_grad(const BiasGradArgs& a, const Stream& s);
+void launch_cross_entropy(const CrossEntropyArgs& a, const Stream& s);
+void launch_unscale_check_norm(const UnscaleArgs& a, const Stream& s);
+void launch_finalize_grad_stats(const FinalizeArgs& a, const Stream& s);
+void launch_update_scaler(const ScalerUpdateArgs& a, const Stream& s);
+void launch_sgd_step(const SgdArgs& a, const Stream& s);
+void launch_adamw_step(const AdamWArgs& a, const Stream& s);
+
+// Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks.
+int grad_stats_blocks(int num_chunks, const Stream& s);
+
+}  // namespace ht::gpu::inline HT_GPU_NS

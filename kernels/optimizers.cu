@@ -1,0 +1,71 @@
+// Fused SGD and AdamW over the flat arenas (see kernels/optimizers.h). The element update is
+// the HT_HD function the CPU reference calls; the skip decision is read on the device.
+#include "kernels/launch.h"
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+// master, grads, moments: (n) fp32; working: (n) W, or unused when W is float (fp32 mode).
+template <class W>
+__global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ master, W* __restrict__ working,
+                                                       float* __restrict__ grads, float* __restrict__ m, float* __restrict__ v,
+                                                       std::int64_t n, AdamWConfig config,
+                                                       const DeviceStepState* __restrict__ state) {
+  const StepControl control = state->control;
+  const AdamWStepConstants k = adamw_constants(config, control.lr, control.t);
+  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
+    if (!control.found_inf) {
+      float p = master[i], mi = m[i], vi = v[i];
+      adamw_update(p, mi, vi, grads[i] * control.clip_coef, config, k);
+      master[i] = p;
+      m[i] = mi;
+      v[i] = vi;
+      if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+    }
+    grads[i] = 0.0f;
+  }
+}
+
+// As adamw_kernel; momentum is null when SGD runs without momentum.
+template <class W>
+__global__ void __launch_bounds__(kBlock) sgd_kernel(float* __restrict__ master, W* __restrict__ working,
+                                                     float* __restrict__ grads, float* __restrict__ momentum, std::int64_t n,
+                                                     SgdConfig config, const DeviceStepState* __restrict__ state) {
+  const StepControl control = state->control;
+  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
+    if (!control.found_inf) {
+      float p = master[i], buf = momentum ? momentum[i] : 0.0f;
+      sgd_update(p, buf, grads[i] * control.clip_coef, config, control.lr, control.t);
+      master[i] = p;
+      if (momentum) momentum[i] = buf;
+      if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+    }
+    grads[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void launch_adamw_step(const AdamWArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    HT_LAUNCH(adamw_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.moment2, a.n, a.config,
+              a.state);
+  });
+}
+
+void launch_sgd_step(const SgdArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    HT_LAUNCH(sgd_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.n, a.config, a.state);
+  });
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS

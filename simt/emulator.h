@@ -1,0 +1,27 @@
+// The SIMT emulator, host side: launching a kernel.
+#pragma once
+
+#include <vector_types.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace ht::emu {
+
+// Runs `thread_body` once for every GPU thread of every block of the grid. Blocks are spread
+// over worker threads; within a block, threads are fibers scheduled round-robin between
+// barriers. Throws ht::Error naming the kernel and block on a kernel fault (a barrier reached
+// by part of a block, a warp collective missing lanes, a deadlock, an error in the kernel).
+void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+            const std::function<void()>& thread_body);
+
+// CPU threads blocks are spread over: HALFTAPE_SIMT_THREADS, else the hardware's.
+int worker_count();
+
+// The order in which runnable threads are resumed. Forward is the default; reverse and
+// shuffled (HALFTAPE_SIMT_SCHEDULE=reverse|shuffle) shake out missing barriers.
+enum class Schedule { forward, reverse, shuffled };
+void set_schedule(Schedule s);
+Schedule schedule();
+
+}  // namespace ht::emu

@@ -1,0 +1,188 @@
+#include "simt/runtime.h"
+
+#include "engine/error.h"
+#include "simt/emulator.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+
+namespace ht::emu {
+
+namespace {
+
+constexpr std::align_val_t kAlignment{256};
+
+struct Emulated {
+  std::mutex mutex;
+  std::map<const std::byte*, std::size_t> allocations;  // device allocations: base -> bytes
+  std::size_t in_use = 0;
+};
+Emulated& emulated() {
+  static Emulated e;
+  return e;
+}
+
+struct EventState {
+  std::chrono::steady_clock::time_point time;
+};
+
+// Is [p, p + bytes) inside one live device allocation?
+bool is_device_range(const void* p, std::size_t bytes) {
+  auto* b = static_cast<const std::byte*>(p);
+  std::lock_guard lock(emulated().mutex);
+  auto& allocs = emulated().allocations;
+  auto it = allocs.upper_bound(b);
+  if (it == allocs.begin()) return false;
+  --it;
+  return b >= it->first && b + bytes <= it->first + it->second;
+}
+
+void check_device(const char* call, const char* which, const void* p, std::size_t bytes) {
+  if (bytes && !is_device_range(p, bytes))
+    fail(fmt::format("SIMT: {}: {} {} (+{} bytes) is not inside a device allocation", call, which, p, bytes));
+}
+
+void check_copy(const char* call, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice) check_device(call, "destination", dst, bytes);
+  if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice) check_device(call, "source", src, bytes);
+}
+
+}  // namespace
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  std::memset(prop, 0, sizeof(*prop));
+  std::strncpy(prop->name, "SIMT emulator", sizeof(prop->name) - 1);
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = worker_count();  // grid-stride kernels size their grids by this
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlockOptin = 227 * 1024;
+  prop->totalGlobalMem = std::size_t{8} << 30;
+  return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  *total_bytes = std::size_t{8} << 30;
+  std::lock_guard lock(emulated().mutex);
+  *free_bytes = *total_bytes > emulated().in_use ? *total_bytes - emulated().in_use : 0;
+  return cudaSuccess;
+}
+
+// Exact-size allocations (no rounding), so AddressSanitizer sees the real bounds.
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  void* p = ::operator new(std::max<std::size_t>(bytes, 1), kAlignment, std::nothrow);
+  if (!p) return cudaErrorMemoryAllocation;
+  std::lock_guard lock(emulated().mutex);
+  emulated().allocations[static_cast<std::byte*>(p)] = std::max<std::size_t>(bytes, 1);
+  emulated().in_use += bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  {
+    std::lock_guard lock(emulated().mutex);
+    auto it = emulated().allocations.find(static_cast<std::byte*>(ptr));
+    if (it == emulated().allocations.end()) return cudaErrorInvalidValue;
+    emulated().in_use -= it->second;
+    emulated().allocations.erase(it);
+  }
+  ::operator delete(ptr, kAlignment);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes) {
+  *ptr = ::operator new(std::max<std::size_t>(bytes, 1), kAlignment, std::nothrow);
+  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* ptr) {
+  ::operator delete(ptr, kAlignment);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  check_copy("cudaMemcpy", dst, src, bytes, kind);
+  if (bytes) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  check_copy("cudaMemcpyAsync", dst, src, bytes, kind);
+  if (bytes) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
+  check_device("cudaMemset", "destination", dst, bytes);
+  if (bytes) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) { return emu::cudaMemset(dst, value, bytes); }
+
+// Streams are tokens: all work is done when its call returns.
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  *stream = reinterpret_cast<cudaStream_t>(new char);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return emu::cudaStreamCreate(stream); }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete reinterpret_cast<char*>(stream);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = reinterpret_cast<cudaEvent_t>(new EventState{std::chrono::steady_clock::now()});
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return emu::cudaEventCreate(event); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  reinterpret_cast<EventState*>(event)->time = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<EventState*>(end)->time -
+                                                 reinterpret_cast<EventState*>(start)->time)
+            .count();
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete reinterpret_cast<EventState*>(event);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    default: return "unknown error";
+  }
+}
+
+}  // namespace ht::emu

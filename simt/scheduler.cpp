@@ -1,0 +1,463 @@
+// Blocks, fibers, barriers and warp collectives of the SIMT emulator.
+//
+// A block's threads are fibers on one CPU thread. The scheduler resumes every runnable thread
+// in turn; a thread runs until it finishes or reaches a barrier or warp collective, where it
+// parks and switches back. A __syncthreads() releases once every thread of the block has
+// arrived; a warp collective completes when the last lane of its mask arrives. Anything else
+// (a thread exiting while others wait at a barrier, lanes that never come) is reported as an
+// error naming the kernel, the block and the threads concerned.
+#include "engine/error.h"
+#include "simt/emulator.h"
+#include "simt/simt.h"
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+thread_local uint3 threadIdx;
+thread_local uint3 blockIdx;
+thread_local dim3 blockDim;
+thread_local dim3 gridDim;
+
+namespace ht::emu {
+
+namespace ctx = boost::context;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kStackBytes = 512 * 1024;  // ASan's redzones make frames much larger
+#else
+constexpr std::size_t kStackBytes = 128 * 1024;
+#endif
+
+// Fiber stacks (mmap'd, with a guard page) are recycled per CPU thread: a launch creates one
+// fiber per GPU thread, and mapping a fresh stack each time would dominate.
+class StackPool {
+ public:
+  ~StackPool() {
+    ctx::protected_fixedsize_stack allocator(kStackBytes);
+    for (ctx::stack_context& sc : free_) allocator.deallocate(sc);
+  }
+  ctx::stack_context take() {
+    if (free_.empty()) return ctx::protected_fixedsize_stack(kStackBytes).allocate();
+    ctx::stack_context sc = free_.back();
+    free_.pop_back();
+    return sc;
+  }
+  void give(ctx::stack_context& sc) { free_.push_back(sc); }
+
+ private:
+  std::vector<ctx::stack_context> free_;
+};
+thread_local StackPool t_stacks;
+
+struct PooledStack {
+  ctx::stack_context allocate() { return t_stacks.take(); }
+  void deallocate(ctx::stack_context& sc) { t_stacks.give(sc); }
+};
+
+enum class State { not_started, runnable, at_barrier, at_warp, done };
+const char* state_name(State s) {
+  switch (s) {
+    case State::at_barrier: return "__syncthreads";
+    case State::at_warp: return "a warp collective";
+    case State::done: return "exited";
+    default: return "runnable";
+  }
+}
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::syncwarp: return "__syncwarp";
+    case Collective::shfl: return "__shfl_sync";
+    case Collective::shfl_up: return "__shfl_up_sync";
+    case Collective::shfl_down: return "__shfl_down_sync";
+    case Collective::shfl_xor: return "__shfl_xor_sync";
+    case Collective::ballot: return "__ballot_sync";
+    case Collective::any: return "__any_sync";
+    case Collective::all: return "__all_sync";
+    case Collective::match: return "__match_sync";
+  }
+  return "?";
+}
+
+struct Thread {
+  uint3 idx{};
+  State state = State::not_started;
+  ctx::fiber fiber;
+};
+
+struct Warp {
+  unsigned present = 0;  // lanes that exist (the last warp of a block may be partial)
+  unsigned arrived = 0;  // lanes parked in the pending collective
+  unsigned mask = 0;
+  Collective kind = Collective::syncwarp;
+  std::array<std::uint64_t, 32> values{};
+  std::array<std::uint64_t, 32> results{};  // the last completed collective's contributions
+};
+
+struct Block {
+  const char* kernel = "";
+  uint3 index{};
+  std::vector<Thread> threads;
+  std::vector<Warp> warps;
+  unsigned at_barrier = 0, done = 0;
+  int reduce_count = 0, reduce_and = 1, reduce_or = 0;     // accumulating for this barrier
+  int result_count = 0, result_and = 1, result_or = 0;      // of the last released barrier
+  Thread* current = nullptr;
+  unsigned current_linear = 0;
+  ctx::fiber scheduler;  // where a parked GPU thread switches back to
+  std::exception_ptr error;
+  void* dynamic_shared = nullptr;
+
+  std::string where() const {
+    return fmt::format("kernel {} block ({},{},{})", kernel, index.x, index.y, index.z);
+  }
+  std::string thread_name(unsigned linear) const {
+    const uint3 t = threads[linear].idx;
+    return fmt::format("thread ({},{},{})", t.x, t.y, t.z);
+  }
+};
+
+thread_local Block* t_block = nullptr;
+
+Block& current_block() {
+  if (!t_block || !t_block->current) fail("SIMT emulator: a device function was called outside a kernel");
+  return *t_block;
+}
+
+// Parks the calling GPU thread and switches to the scheduler until it is made runnable again.
+void park(Block& b, State why) {
+  b.current->state = why;
+  b.scheduler = std::move(b.scheduler).resume();
+}
+
+std::atomic<int> g_schedule{static_cast<int>(Schedule::forward)};
+
+Schedule schedule_from_env() {
+  const char* s = std::getenv("HALFTAPE_SIMT_SCHEDULE");
+  if (!s) return Schedule::forward;
+  const std::string v = s;
+  if (v == "reverse") return Schedule::reverse;
+  if (v == "shuffle") return Schedule::shuffled;
+  if (v == "forward") return Schedule::forward;
+  fail(fmt::format("HALFTAPE_SIMT_SCHEDULE: '{}' is not forward, reverse or shuffle", v));
+}
+
+std::string describe_stall(const Block& b) {
+  std::string out;
+  for (std::size_t w = 0; w < b.warps.size(); ++w) {
+    const Warp& warp = b.warps[w];
+    if (!warp.arrived) continue;
+    const unsigned missing = warp.mask & ~warp.arrived;
+    out += fmt::format("; warp {} waits in {} (mask 0x{:08x}) for lanes", w, collective_name(warp.kind), warp.mask);
+    for (unsigned l = 0; l < 32; ++l)
+      if (missing >> l & 1u) out += fmt::format(" {} ({})", l, state_name(b.threads[w * 32 + l].state));
+  }
+  if (b.at_barrier) out += fmt::format("; {} threads wait at __syncthreads", b.at_barrier);
+  return out;
+}
+
+void run_block(Block& b, const std::function<void()>& body, Schedule order, std::uint64_t seed) {
+  const auto n = static_cast<unsigned>(b.threads.size());
+  std::vector<unsigned> sequence(n);
+  std::iota(sequence.begin(), sequence.end(), 0u);
+  if (order == Schedule::reverse) std::reverse(sequence.begin(), sequence.end());
+  std::mt19937_64 shuffle_rng(seed);
+
+  for (;;) {
+    if (order == Schedule::shuffled) std::shuffle(sequence.begin(), sequence.end(), shuffle_rng);
+    bool ran = false;
+    for (unsigned linear : sequence) {
+      Thread& t = b.threads[linear];
+      if (t.state != State::runnable && t.state != State::not_started) continue;
+      ran = true;
+      b.current = &t;
+      b.current_linear = linear;
+      threadIdx = t.idx;
+      if (t.state == State::not_started) {
+        t.state = State::runnable;
+        t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&b, &t, &body](ctx::fiber&& scheduler) {
+          b.scheduler = std::move(scheduler);
+          try {
+            body();
+          } catch (const ctx::detail::forced_unwind&) {
+            throw;
+          } catch (...) {
+            if (!b.error) b.error = std::current_exception();
+          }
+          t.state = State::done;
+          ++b.done;
+          return std::move(b.scheduler);
+        });
+      }
+      t.fiber = std::move(t.fiber).resume();
+      b.current = nullptr;
+      if (b.error) std::rethrow_exception(b.error);
+    }
+    if (b.done == n) return;
+    if (b.at_barrier > 0 && b.at_barrier + b.done == n) {
+      if (b.done > 0) {
+        fail(fmt::format("SIMT: __syncthreads() reached by only part of the block in {}: {} of {} threads arrived, {} had "
+                         "exited (a barrier inside a branch or after an early return)",
+                         b.where(), b.at_barrier, n, b.done));
+      }
+      for (Thread& t : b.threads)
+        if (t.state == State::at_barrier) t.state = State::runnable;
+      b.at_barrier = 0;
+      b.result_count = b.reduce_count;
+      b.result_and = b.reduce_and;
+      b.result_or = b.reduce_or;
+      b.reduce_count = 0;
+      b.reduce_and = 1;
+      b.reduce_or = 0;
+      continue;
+    }
+    if (!ran) fail(fmt::format("SIMT: deadlock in {}{}", b.where(), describe_stall(b)));
+  }
+}
+
+// A pool of CPU threads for the blocks of a launch; the launching thread works too.
+class Workers {
+ public:
+  explicit Workers(int n) {
+    for (int i = 1; i < n; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  int size() const { return static_cast<int>(threads_.size()) + 1; }
+
+  // Runs job(worker) on every worker, the caller included, and waits for all of them.
+  void run(const std::function<void()>& job) {
+    {
+      std::lock_guard lock(mutex_);
+      job_ = &job;
+      pending_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    job();
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, [this] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void()>* job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+      }
+      (*job)();
+      {
+        std::lock_guard lock(mutex_);
+        --pending_;
+      }
+      finished_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  const std::function<void()>* job_ = nullptr;
+  int pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+int configured_workers() {
+  if (const char* s = std::getenv("HALFTAPE_SIMT_THREADS")) {
+    const int n = std::atoi(s);
+    HT_CHECK(n >= 1 && n <= 256, "HALFTAPE_SIMT_THREADS: '{}' is not a thread count in [1, 256]", s);
+    return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Workers& workers() {
+  static Workers pool(configured_workers());
+  return pool;
+}
+
+std::mutex g_launch_mutex;
+
+}  // namespace
+
+int worker_count() { return workers().size(); }
+
+void set_schedule(Schedule s) { g_schedule = static_cast<int>(s); }
+Schedule schedule() { return static_cast<Schedule>(g_schedule.load()); }
+
+void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+            const std::function<void()>& thread_body) {
+  static const bool env_applied = [] {
+    set_schedule(schedule_from_env());
+    return true;
+  }();
+  (void)env_applied;
+  const std::uint64_t threads_per_block = std::uint64_t{block.x} * block.y * block.z;
+  const std::uint64_t blocks = std::uint64_t{grid.x} * grid.y * grid.z;
+  HT_CHECK(threads_per_block >= 1 && threads_per_block <= 1024 && block.z <= 64,
+           "SIMT: kernel {} launched with block ({},{},{}): 1 to 1024 threads, z <= 64", kernel, block.x, block.y, block.z);
+  HT_CHECK(grid.y <= 65535 && grid.z <= 65535, "SIMT: kernel {} launched with grid ({},{},{}): y and z <= 65535", kernel,
+           grid.x, grid.y, grid.z);
+  HT_CHECK(dynamic_shared_bytes <= 227 * 1024, "SIMT: kernel {} asks for {} bytes of dynamic shared memory (at most 227 KiB)",
+           kernel, dynamic_shared_bytes);
+  if (blocks == 0) fail(fmt::format("SIMT: kernel {} launched with an empty grid ({},{},{})", kernel, grid.x, grid.y, grid.z));
+
+  std::lock_guard launch_lock(g_launch_mutex);
+  const Schedule order = schedule();
+  std::atomic<std::uint64_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  std::atomic<bool> failed{false};
+
+  const std::function<void()> job = [&] {
+    // Per-worker block state, reused across the blocks this worker runs.
+    std::unique_ptr<std::byte[]> dynamic_shared(new std::byte[std::max<std::size_t>(1, dynamic_shared_bytes)]);
+    for (std::uint64_t linear; !failed && (linear = next.fetch_add(1)) < blocks;) {
+      Block b;
+      b.kernel = kernel;
+      b.index = {static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
+                 static_cast<unsigned>(linear / (std::uint64_t{grid.x} * grid.y))};
+      b.threads.resize(threads_per_block);
+      for (std::uint64_t t = 0; t < threads_per_block; ++t)
+        b.threads[t].idx = {static_cast<unsigned>(t % block.x), static_cast<unsigned>(t / block.x % block.y),
+                            static_cast<unsigned>(t / (std::uint64_t{block.x} * block.y))};
+      b.warps.resize((threads_per_block + 31) / 32);
+      for (std::uint64_t w = 0; w < b.warps.size(); ++w) {
+        const std::uint64_t lanes = std::min<std::uint64_t>(32, threads_per_block - w * 32);
+        b.warps[w].present = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
+      }
+      // Uninitialised shared memory reads as NaN / -1, so a missing store shows up in results.
+      std::memset(dynamic_shared.get(), 0xff, dynamic_shared_bytes);
+      b.dynamic_shared = dynamic_shared.get();
+      blockIdx = b.index;
+      blockDim = block;
+      gridDim = grid;
+      t_block = &b;
+      try {
+        run_block(b, thread_body, order, linear * 0x9e3779b97f4a7c15ull + 1);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        failed = true;
+      }
+      t_block = nullptr;
+    }
+  };
+  workers().run(job);
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+// ---- device-side entry points (declared in simt/simt.h) ------------------------------------
+
+void block_barrier() {
+  Block& b = current_block();
+  ++b.at_barrier;
+  park(b, State::at_barrier);
+}
+
+int block_barrier_reduce(int predicate, int op) {
+  Block& b = current_block();
+  b.reduce_count += predicate != 0;
+  b.reduce_and &= predicate != 0;
+  b.reduce_or |= predicate != 0;
+  block_barrier();
+  return op == 0 ? b.result_count : (op == 1 ? b.result_and : b.result_or);
+}
+
+unsigned lane_id() { return current_block().current_linear % 32; }
+
+unsigned active_lanes() {
+  Block& b = current_block();
+  const unsigned warp = b.current_linear / 32;
+  unsigned mask = 0;
+  for (unsigned l = 0; l < 32 && warp * 32 + l < b.threads.size(); ++l)
+    if (b.threads[warp * 32 + l].state != State::done) mask |= 1u << l;
+  return mask;
+}
+
+void* dynamic_shared_memory() { return current_block().dynamic_shared; }
+
+void kernel_error(const char* what) {
+  Block& b = current_block();
+  fail(fmt::format("SIMT: {} in {} {}", what, b.where(), b.thread_name(b.current_linear)));
+}
+
+const std::uint64_t* warp_collective(Collective kind, unsigned mask, std::uint64_t value) {
+  Block& b = current_block();
+  const unsigned lane = b.current_linear % 32;
+  Warp& w = b.warps[b.current_linear / 32];
+  if (!(mask >> lane & 1u))
+    kernel_error(fmt::format("{} with mask 0x{:08x}, which leaves out the calling lane {}", collective_name(kind), mask, lane).c_str());
+  if (mask & ~w.present)
+    kernel_error(fmt::format("{} with mask 0x{:08x} names lanes that do not exist (the warp has 0x{:08x})",
+                             collective_name(kind), mask, w.present).c_str());
+  if (w.arrived == 0) {
+    w.mask = mask;
+    w.kind = kind;
+  } else if (w.mask != mask || w.kind != kind) {
+    kernel_error(fmt::format("divergent warp collectives: lane {} calls {} (mask 0x{:08x}) while other lanes wait in {} "
+                             "(mask 0x{:08x})",
+                             lane, collective_name(kind), mask, collective_name(w.kind), w.mask).c_str());
+  }
+  for (unsigned l = 0; l < 32; ++l)
+    if ((mask >> l & 1u) && b.threads[(b.current_linear / 32) * 32 + l].state == State::done)
+      kernel_error(fmt::format("{}: lane {} of the mask has already exited", collective_name(kind), l).c_str());
+  w.values[lane] = value;
+  w.arrived |= 1u << lane;
+  if (w.arrived == mask) {  // the last lane: complete the collective and release the others
+    w.results = w.values;
+    w.arrived = 0;
+    const unsigned base = (b.current_linear / 32) * 32;
+    for (unsigned l = 0; l < 32; ++l)
+      if ((mask >> l & 1u) && l != lane) b.threads[base + l].state = State::runnable;
+  } else {
+    park(b, State::at_warp);
+  }
+  return w.results.data();
+}
+
+unsigned shuffle_source(Collective kind, unsigned lane, int arg, int width) {
+  const auto w = static_cast<unsigned>(width);
+  const unsigned segment = lane & ~(w - 1u);
+  switch (kind) {
+    case Collective::shfl: return segment + (static_cast<unsigned>(arg) & (w - 1u));
+    case Collective::shfl_up: return (lane - segment) >= static_cast<unsigned>(arg) ? lane - static_cast<unsigned>(arg) : lane;
+    case Collective::shfl_down: return (lane - segment) + static_cast<unsigned>(arg) < w ? lane + static_cast<unsigned>(arg) : lane;
+    case Collective::shfl_xor: {
+      const unsigned src = lane ^ static_cast<unsigned>(arg);
+      return (src & ~(w - 1u)) == segment ? src : lane;
+    }
+    default: return lane;
+  }
+}
+
+}  // namespace ht::emu

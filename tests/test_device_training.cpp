@@ -1,0 +1,79 @@
+// `train --device simt` against `--device cpu` (and `--device cuda` when there is a GPU): the
+// whole GPU code path - every kernel, the device-side scaler, the step records - must follow
+// the reference. Tolerances are derived in docs/numerics.md ("CPU vs GPU").
+#include "tests/helpers.h"
+#include "tests/train_helpers.h"
+
+using namespace ht;
+using namespace ht::test;
+
+namespace {
+
+std::vector<DeviceChoice> gpu_devices() {
+  std::vector<DeviceChoice> out;
+#if HALFTAPE_HAVE_SIMT
+  out.push_back(DeviceChoice::simt);
+#else
+  WARN("skipped on simt: this build has no SIMT emulator");
+#endif
+  if (cuda_available()) out.push_back(DeviceChoice::cuda);
+  else WARN("skipped on cuda: no GPU");
+  return out;
+}
+
+TrainConfig device_config(Precision p) {
+  TrainConfig c = small_config(p);
+  c.steps = 12;
+  c.hidden = {48, 24};
+  c.activation = Activation::gelu;
+  c.accum_steps = 2;
+  c.batch_size = 16;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("device training: fp32 losses match the CPU reference to 1e-5", "[device-training]") {
+  const TrainConfig c = device_config(Precision::fp32);
+  const TrainRun cpu = train_in_process(c, DeviceChoice::cpu);
+  for (DeviceChoice d : gpu_devices()) {
+    const TrainRun gpu = train_in_process(c, d);
+    REQUIRE(gpu.summary.steps.size() == cpu.summary.steps.size());
+    for (std::size_t i = 0; i < cpu.summary.steps.size(); ++i)
+      CHECK(gpu.summary.steps[i].record.loss == Approx(cpu.summary.steps[i].record.loss).epsilon(1e-5));
+    CHECK(gpu.summary.evals.back().test_loss == Approx(cpu.summary.evals.back().test_loss).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("device training: fp16 skips the same steps with the same scales; losses within (2L+1)·2^-11", "[device-training]") {
+  TrainConfig c = device_config(Precision::fp16);
+  c.scaler.init_scale = 16777216.0f;                 // overflows for the first steps
+  c.inject_overflow = parse_overflow_injections("9");
+  const double tolerance = (2 * 3 + 1) * 0x1p-11;    // three linear layers
+  const TrainRun cpu = train_in_process(c, DeviceChoice::cpu);
+  for (DeviceChoice d : gpu_devices()) {
+    const TrainRun gpu = train_in_process(c, d);
+    REQUIRE(gpu.summary.steps.size() == cpu.summary.steps.size());
+    int skipped = 0;
+    for (std::size_t i = 0; i < cpu.summary.steps.size(); ++i) {
+      const StepRecord &g = gpu.summary.steps[i].record, &r = cpu.summary.steps[i].record;
+      INFO("step " << i + 1);
+      CHECK(g.skipped == r.skipped);
+      CHECK(g.loss_scale == r.loss_scale);
+      CHECK(g.loss == Approx(r.loss).epsilon(tolerance));
+      skipped += r.skipped;
+    }
+    CHECK(skipped >= 2);  // the test exercises skipping
+  }
+}
+
+TEST_CASE("device training: bf16 follows the CPU reference", "[device-training]") {
+  const TrainConfig c = device_config(Precision::bf16);
+  const double tolerance = (2 * 3 + 1) * 0x1p-8;
+  const TrainRun cpu = train_in_process(c, DeviceChoice::cpu);
+  for (DeviceChoice d : gpu_devices()) {
+    const TrainRun gpu = train_in_process(c, d);
+    for (std::size_t i = 0; i < cpu.summary.steps.size(); ++i)
+      CHECK(gpu.summary.steps[i].record.loss == Approx(cpu.summary.steps[i].record.loss).epsilon(tolerance));
+  }
+}
