@@ -45,10 +45,6 @@ if(HALFTAPE_HAVE_SIMT)
   target_include_directories(ht_simt_runtime PUBLIC ${CMAKE_SOURCE_DIR} ${HT_CUDA_INCLUDE_DIR})
   target_link_libraries(ht_simt_runtime PUBLIC Boost::context fmt::fmt Threads::Threads)
   target_compile_options(ht_simt_runtime PRIVATE ${HT_WARNINGS})
-  if(HALFTAPE_SANITIZE)
-    # Fibers must tell ASan when they switch stacks; Boost.Context does so on its ucontext path.
-    target_compile_definitions(ht_simt_runtime PRIVATE BOOST_USE_UCONTEXT BOOST_USE_ASAN)
-  endif()
 
   # The kernels, compiled as C++ through one-line wrappers (a source file has one language).
   set(simt_sources)

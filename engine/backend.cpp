@@ -17,6 +17,10 @@ Tensor Backend::zeros(Shape shape, DType dtype) {
   return t;
 }
 
+Backend::PinnedPtr Backend::pinned(std::size_t bytes) {
+  return PinnedPtr(allocate_pinned(bytes), [this](void* p) { free_pinned(p); });
+}
+
 Tensor Backend::buffer(std::size_t bytes) {
   return zeros(Shape{static_cast<std::int64_t>(std::max<std::size_t>(1, (bytes + 3) / 4))}, DType::f32);
 }

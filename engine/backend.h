@@ -17,6 +17,7 @@
 #include "kernels/grad_stats.h"
 #include "kernels/optimizers.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ class Backend {
   virtual AllocatorStats memory_stats() const = 0;
   virtual void* allocate_pinned(std::size_t bytes) = 0;  // host memory async copies can target
   virtual void free_pinned(void* ptr) = 0;
+  using PinnedPtr = std::unique_ptr<void, std::function<void(void*)>>;
+  PinnedPtr pinned(std::size_t bytes);  // allocate_pinned, freed when the pointer goes
 
   virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;  // host_src reusable on return
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;  // waits for the data

@@ -31,19 +31,15 @@ StepLog::StepLog(Backend& backend, StepLogConfig config)
       flags_per_step_(std::max<std::size_t>(1, config_.param_names.size())) {
   records_ = backend.buffer(static_cast<std::size_t>(ring_) * sizeof(StepRecord));
   flags_ = backend.buffer(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t));
-  host_records_ = static_cast<StepRecord*>(backend.allocate_pinned(static_cast<std::size_t>(ring_) * sizeof(StepRecord)));
-  host_flags_ = static_cast<std::int32_t*>(
-      backend.allocate_pinned(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t)));
+  host_records_memory_ = backend.pinned(static_cast<std::size_t>(ring_) * sizeof(StepRecord));
+  host_flags_memory_ = backend.pinned(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t));
+  host_records_ = static_cast<StepRecord*>(host_records_memory_.get());
+  host_flags_ = static_cast<std::int32_t*>(host_flags_memory_.get());
   if (!config_.metrics_path.empty()) {
     metrics_.open(config_.metrics_path, std::ios::out | std::ios::trunc);
     HT_CHECK(metrics_.good(), "--metrics {}: cannot open for writing", config_.metrics_path);
   }
   start_time_ = last_log_time_ = now_seconds();
-}
-
-StepLog::~StepLog() {
-  backend_.free_pinned(host_records_);
-  backend_.free_pinned(host_flags_);
 }
 
 StepRecord* StepLog::record_slot(std::int64_t step) const {

@@ -51,7 +51,6 @@ struct StepLogConfig {
 class StepLog {
  public:
   StepLog(Backend& backend, StepLogConfig config);
-  ~StepLog();
 
   StepRecord* record_slot(std::int64_t step) const;          // on the device
   std::int32_t* nonfinite_slot(std::int64_t step) const;     // on the device, one flag per parameter
@@ -79,7 +78,8 @@ class StepLog {
   std::int64_t ring_;                  // slots
   std::size_t flags_per_step_;
   Tensor records_, flags_;             // device rings
-  StepRecord* host_records_ = nullptr; // pinned mirrors
+  Backend::PinnedPtr host_records_memory_, host_flags_memory_;  // pinned mirrors of the rings
+  StepRecord* host_records_ = nullptr;
   std::int32_t* host_flags_ = nullptr;
   std::deque<Pending> pending_;
   std::map<std::int64_t, std::int64_t> epoch_of_step_;

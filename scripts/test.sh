@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds, and runs every test (ctest: unit, emulator, CLI and
-# mpiexec tests), then the sanitizer build of the CPU and emulator tests.
+# Installs the dependencies, builds, and runs every test: unit, kernel (on the SIMT emulator),
+# CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
+# build (without nvcc: the emulator runs the same kernel source). The long accuracy runs
+# (label "slow") run in the first pass only.
+#   HALFTAPE_JOBS=N          parallelism (default: all cores)
+#   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass (quicker local runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs=${HALFTAPE_JOBS:-$(nproc)}
+
 scripts/setup.sh
 scripts/build.sh
-jobs=${HALFTAPE_JOBS:-$(nproc)}
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
+  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHALFTAPE_SANITIZE=ON >/dev/null
+  ninja -C build-sanitize -j "$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
+fi
+echo "test.sh: all tests passed"

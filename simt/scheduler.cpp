@@ -6,12 +6,20 @@
 // arrived; a warp collective completes when the last lane of its mask arrives. Anything else
 // (a thread exiting while others wait at a barrier, lanes that never come) is reported as an
 // error naming the kernel, the block and the threads concerned.
+//
+// Under AddressSanitizer every switch between stacks is announced to it (asan_switch_*), and a
+// failed block is cancelled cooperatively: each parked thread is resumed once more and unwinds
+// by exception from where it waits, so no stack is ever abandoned or unwound behind ASan's back.
 #include "engine/error.h"
 #include "simt/emulator.h"
 #include "simt/simt.h"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -26,10 +34,10 @@
 #include <thread>
 #include <vector>
 
-thread_local uint3 threadIdx;
-thread_local uint3 blockIdx;
-thread_local dim3 blockDim;
-thread_local dim3 gridDim;
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread uint3 blockDim;
+__thread uint3 gridDim;
 
 namespace ht::emu {
 
@@ -38,9 +46,17 @@ namespace ctx = boost::context;
 namespace {
 
 #if defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kStackBytes = 512 * 1024;  // ASan's redzones make frames much larger
+constexpr std::size_t kStackBytes = 256 * 1024;  // ASan's redzones make frames larger
+inline void asan_start_switch(void** fake_stack, const void* bottom, std::size_t size) {
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+}
+inline void asan_finish_switch(void* fake_stack, const void** bottom, std::size_t* size) {
+  __sanitizer_finish_switch_fiber(fake_stack, bottom, size);
+}
 #else
 constexpr std::size_t kStackBytes = 128 * 1024;
+inline void asan_start_switch(void**, const void*, std::size_t) {}
+inline void asan_finish_switch(void*, const void**, std::size_t*) {}
 #endif
 
 // Fiber stacks (mmap'd, with a guard page) are recycled per CPU thread: a launch creates one
@@ -64,10 +80,15 @@ class StackPool {
 };
 thread_local StackPool t_stacks;
 
+thread_local ctx::stack_context t_last_stack;  // the stack the fiber just created runs on
+
 struct PooledStack {
-  ctx::stack_context allocate() { return t_stacks.take(); }
+  ctx::stack_context allocate() { return t_last_stack = t_stacks.take(); }
   void deallocate(ctx::stack_context& sc) { t_stacks.give(sc); }
 };
+
+// Thrown inside a parked thread to unwind it when its block is abandoned.
+struct Cancelled {};
 
 enum class State { not_started, runnable, at_barrier, at_warp, done };
 const char* state_name(State s) {
@@ -98,6 +119,9 @@ struct Thread {
   uint3 idx{};
   State state = State::not_started;
   ctx::fiber fiber;
+  const void* stack_bottom = nullptr;  // for ASan's switch annotations
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr;
 };
 
 struct Warp {
@@ -120,6 +144,10 @@ struct Block {
   Thread* current = nullptr;
   unsigned current_linear = 0;
   ctx::fiber scheduler;  // where a parked GPU thread switches back to
+  const void* scheduler_stack_bottom = nullptr;
+  std::size_t scheduler_stack_size = 0;
+  void* scheduler_fake_stack = nullptr;
+  bool cancelled = false;
   std::exception_ptr error;
   void* dynamic_shared = nullptr;
 
@@ -141,8 +169,30 @@ Block& current_block() {
 
 // Parks the calling GPU thread and switches to the scheduler until it is made runnable again.
 void park(Block& b, State why) {
-  b.current->state = why;
+  Thread& t = *b.current;
+  t.state = why;
+  asan_start_switch(&t.fake_stack, b.scheduler_stack_bottom, b.scheduler_stack_size);
   b.scheduler = std::move(b.scheduler).resume();
+  asan_finish_switch(t.fake_stack, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
+  if (b.cancelled) throw Cancelled{};
+}
+
+// Switches from the scheduler into thread t until it parks or finishes.
+void resume(Block& b, Thread& t) {
+  asan_start_switch(&b.scheduler_fake_stack, t.stack_bottom, t.stack_size);
+  t.fiber = std::move(t.fiber).resume();
+  asan_finish_switch(b.scheduler_fake_stack, nullptr, nullptr);
+}
+
+// Unwinds every parked thread of a failed block (see the comment at the top).
+void cancel_parked_threads(Block& b) {
+  b.cancelled = true;
+  for (Thread& t : b.threads) {
+    if (!t.fiber) continue;
+    b.current = &t;
+    resume(b, t);
+  }
+  b.current = nullptr;
 }
 
 std::atomic<int> g_schedule{static_cast<int>(Schedule::forward)};
@@ -191,29 +241,38 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
       if (t.state == State::not_started) {
         t.state = State::runnable;
         t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&b, &t, &body](ctx::fiber&& scheduler) {
+          asan_finish_switch(nullptr, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
           b.scheduler = std::move(scheduler);
           try {
             body();
-          } catch (const ctx::detail::forced_unwind&) {
-            throw;
+          } catch (const Cancelled&) {
           } catch (...) {
             if (!b.error) b.error = std::current_exception();
           }
           t.state = State::done;
           ++b.done;
+          asan_start_switch(nullptr, b.scheduler_stack_bottom, b.scheduler_stack_size);  // this stack is done
           return std::move(b.scheduler);
         });
+        t.stack_bottom = static_cast<char*>(t_last_stack.sp) - t_last_stack.size;
+        t.stack_size = t_last_stack.size;
       }
-      t.fiber = std::move(t.fiber).resume();
+      resume(b, t);
       b.current = nullptr;
-      if (b.error) std::rethrow_exception(b.error);
+      if (b.error) {
+        cancel_parked_threads(b);
+        std::rethrow_exception(b.error);
+      }
     }
     if (b.done == n) return;
     if (b.at_barrier > 0 && b.at_barrier + b.done == n) {
       if (b.done > 0) {
-        fail(fmt::format("SIMT: __syncthreads() reached by only part of the block in {}: {} of {} threads arrived, {} had "
-                         "exited (a barrier inside a branch or after an early return)",
-                         b.where(), b.at_barrier, n, b.done));
+        const std::string message = fmt::format(
+            "SIMT: __syncthreads() reached by only part of the block in {}: {} of {} threads arrived, {} had exited (a "
+            "barrier inside a branch or after an early return)",
+            b.where(), b.at_barrier, n, b.done);
+        cancel_parked_threads(b);
+        fail(message);
       }
       for (Thread& t : b.threads)
         if (t.state == State::at_barrier) t.state = State::runnable;
@@ -226,7 +285,11 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
       b.reduce_or = 0;
       continue;
     }
-    if (!ran) fail(fmt::format("SIMT: deadlock in {}{}", b.where(), describe_stall(b)));
+    if (!ran) {
+      const std::string stall = describe_stall(b);
+      cancel_parked_threads(b);
+      fail(fmt::format("SIMT: deadlock in {}{}", b.where(), stall));
+    }
   }
 }
 
@@ -359,8 +422,8 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_share
       std::memset(dynamic_shared.get(), 0xff, dynamic_shared_bytes);
       b.dynamic_shared = dynamic_shared.get();
       blockIdx = b.index;
-      blockDim = block;
-      gridDim = grid;
+      blockDim = {block.x, block.y, block.z};
+      gridDim = {grid.x, grid.y, grid.z};
       t_block = &b;
       try {
         run_block(b, thread_body, order, linear * 0x9e3779b97f4a7c15ull + 1);

@@ -39,10 +39,10 @@
 #include <type_traits>
 
 // The built-in variables, set by the scheduler before it resumes a thread's fiber.
-extern thread_local uint3 threadIdx;
-extern thread_local uint3 blockIdx;
-extern thread_local dim3 blockDim;
-extern thread_local dim3 gridDim;
+extern __thread uint3 threadIdx;  // __thread: plain TLS, no C++ init wrapper (UBSan misreads those)
+extern __thread uint3 blockIdx;
+extern __thread uint3 blockDim;  // uint3 where CUDA has dim3: trivial, as __thread requires
+extern __thread uint3 gridDim;
 constexpr int warpSize = 32;
 
 namespace ht::emu {

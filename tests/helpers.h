@@ -6,8 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 namespace ht::test {
@@ -30,6 +34,13 @@ inline double worst_error(const std::vector<double>& a, const std::vector<double
     worst = std::max(worst, std::fabs(a[i] - b[i]) / (atol + rtol * std::fabs(b[i])));
   }
   return worst;
+}
+
+// A path in the temporary directory no other test process uses.
+inline std::filesystem::path unique_temp_path(const std::string& stem) {
+  static int counter = 0;
+  return std::filesystem::temp_directory_path() /
+         (stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
 }
 
 // Values stored in dtype `t` (rounded), as tensors on `backend`.

@@ -2,6 +2,7 @@
 // and a faithful read-back.
 #include "engine/checkpoint.h"
 #include "engine/safetensors.h"
+#include "tests/helpers.h"
 #include "tests/train_helpers.h"
 
 #include <catch2/catch.hpp>
@@ -50,7 +51,7 @@ TEST_CASE("safetensors: malformed input is refused with the field named", "[chec
 }
 
 TEST_CASE("flag --save writes PyTorch-named weights and the full training state, read back exactly", "[checkpoint]") {
-  const fs::path root = fs::temp_directory_path() / "halftape-ckpt-test";
+  const fs::path root = unique_temp_path("halftape-ckpt");
   fs::remove_all(root);
   TrainConfig c = small_config(Precision::fp16);
   c.steps = 6;

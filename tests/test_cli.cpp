@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -27,14 +28,18 @@ std::string slurp(const fs::path& p) {
 }
 
 Result run_halftape(const std::string& args) {
+  static int calls = 0;  // ctest runs test cases in parallel processes: keep the files apart
+  const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(calls++);
   const fs::path dir = fs::temp_directory_path();
-  const fs::path out = dir / "halftape-cli-out.txt", err = dir / "halftape-cli-err.txt";
+  const fs::path out = dir / ("halftape-cli-out-" + tag), err = dir / ("halftape-cli-err-" + tag);
   const std::string cmd = "timeout 60 " HALFTAPE_BINARY " " + args + " >" + out.string() + " 2>" + err.string();
   const int raw = std::system(cmd.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   r.out = slurp(out);
   r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
   return r;
 }
 
@@ -70,7 +75,7 @@ TEST_CASE("bad flags: one error line naming the flag, non-zero exit", "[cli]") {
 }
 
 TEST_CASE("bad data files: one error line naming the file", "[cli]") {
-  const fs::path dir = fs::temp_directory_path() / "halftape-cli-data";
+  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-data-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   expect_one_error_line("train --data idx:" + dir.string(), (dir / "train-images-idx3-ubyte").string());

@@ -101,7 +101,7 @@ TEST_CASE("fp32 and bf16 use no loss scaling", "[training]") {
 TEST_CASE("flag --metrics writes one JSON record per step and one per evaluation", "[training]") {
   TrainConfig c = small_config(Precision::fp16);
   c.steps = 5;
-  c.metrics_path = (std::filesystem::temp_directory_path() / "halftape-metrics-test.jsonl").string();
+  c.metrics_path = unique_temp_path("halftape-metrics").string();
   c.inject_overflow = parse_overflow_injections("2");
   train_in_process(c);
   std::ifstream in(c.metrics_path);
