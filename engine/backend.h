@@ -60,6 +60,7 @@ class Backend {
   virtual std::unique_ptr<Event> record_event() = 0;
   virtual void synchronize() = 0;
   virtual void* native_stream() { return nullptr; }  // cudaStream_t of the cuda backend
+  virtual std::size_t last_level_cache_bytes() const { return 0; }  // a GPU's L2; benchmarks flush it
 
   // Kernels ------------------------------------------------------------------------------
   virtual void cast(const CastArgs& a) = 0;

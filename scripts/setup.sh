@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libcli11-dev catch2 nlohmann-json3-dev zlib1g-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libboost-context-dev
-  dataset-fashion-mnist python3-matplotlib python3-numpy
+  dataset-fashion-mnist python3-matplotlib python3-numpy python3-jsonschema
   clang libclang-rt-14-dev
 )
 

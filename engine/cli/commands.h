@@ -11,5 +11,6 @@ namespace ht::cli {
 using Command = std::function<int()>;
 
 Command add_train_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace ht::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "halftape 0.1.0");
   const ht::cli::Command train = ht::cli::add_train_command(app);
+  const ht::cli::Command bench = ht::cli::add_bench_command(app);
 
   try {
     app.parse(argc, argv);
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("train")) return train();
+    if (app.got_subcommand("bench")) return bench();
     return 2;
   } catch (const ht::Error& e) {
     fmt::print(stderr, "halftape: error: {}\n", e.what());

@@ -108,6 +108,9 @@ class GpuBackend final : public Backend {
   std::unique_ptr<Event> record_event() override { return std::make_unique<GpuEvent>(stream_.handle); }
   void synchronize() override { HT_CUDA_CHECK(rt::cudaStreamSynchronize(stream_.handle)); }
   void* native_stream() override { return stream_.handle; }
+  std::size_t last_level_cache_bytes() const override {
+    return kDevice == Device::cuda ? static_cast<std::size_t>(props_.l2CacheSize) : 0;
+  }
 
   void cast(const CastArgs& a) override { launch_cast(a, stream_); }
   void fill(const FillArgs& a) override { launch_fill(a, stream_); }

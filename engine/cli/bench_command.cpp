@@ -1,0 +1,65 @@
+// `halftape bench [NAME...]`: run benchmarks, print a table, write JSON (bench/schema.json).
+#include "bench/benchmarks.h"
+#include "engine/cli/commands.h"
+#include "engine/error.h"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <iostream>
+
+namespace ht::cli {
+
+namespace {
+
+struct BenchFlags {
+  std::vector<std::string> names;
+  std::string device = "auto", json;
+  bench::Options options;
+};
+
+int run_bench(const BenchFlags& f) {
+  std::vector<std::string> names = f.names;
+  if (names.empty() || (names.size() == 1 && names[0] == "all")) {
+    names.clear();
+    for (const auto& [name, fn] : bench::registry()) names.push_back(name);
+  }
+  for (const std::string& n : names)
+    HT_CHECK(bench::registry().count(n), "bench: unknown benchmark '{}' (one of: all, {})", n,
+             fmt::join([] {
+               std::vector<std::string> k;
+               for (const auto& [name, fn] : bench::registry()) k.push_back(name);
+               return k;
+             }(), ", "));
+  std::unique_ptr<Backend> backend = make_backend(parse_device(f.device));
+  std::ofstream json;
+  if (!f.json.empty()) {
+    json.open(f.json, std::ios::out | std::ios::trunc);
+    HT_CHECK(json.good(), "--json {}: cannot open for writing", f.json);
+  }
+  bench::Harness harness(*backend, f.options);
+  for (const std::string& n : names) bench::registry().at(n)(harness);
+  std::cout << bench::format_table(harness) << std::flush;
+  if (json.is_open()) json << harness.to_json().dump(2) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  BenchFlags& f = *flags;
+  CLI::App* b = app.add_subcommand("bench", "Benchmark kernels and the training step (JSON with --json)");
+  b->add_option("names", f.names, "benchmarks to run: all (default), memory, ...");
+  b->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))->capture_default_str();
+  b->add_option("--repeats", f.options.repeats, "timed repeats per benchmark (median and spread are reported)")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  b->add_option("--warmup", f.options.warmup, "untimed launches first")->check(CLI::Range(0, 1000))->capture_default_str();
+  b->add_option("--size", f.options.size, "elements for the memory-bound kernels (default: per device)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 34));
+  b->add_flag("--quick", f.options.quick, "tiny sizes: a smoke test");
+  b->add_option("--filter", f.options.filter, "only results whose name contains this");
+  b->add_option("--json", f.json, "write the results as JSON to FILE");
+  return [flags] { return run_bench(*flags); };
+}
+
+}  // namespace ht::cli

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Turns `halftape bench --json` files into a markdown report and PNG plots.
+
+    scripts/bench_report.py results.json [more.json ...] [--markdown OUT.md] [--plots DIR]
+    scripts/bench_report.py --validate results.json      # check against bench/schema.json
+
+Uses Debian's python3 (matplotlib, jsonschema): run it as /usr/bin/python3.
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+SCHEMA = pathlib.Path(__file__).resolve().parent.parent / "bench" / "schema.json"
+
+
+def validate(paths):
+    import jsonschema
+
+    schema = json.loads(SCHEMA.read_text())
+    for p in paths:
+        data = json.loads(pathlib.Path(p).read_text())
+        jsonschema.validate(data, schema)
+        if not data["results"]:
+            sys.exit(f"{p}: no results")
+        for r in data["results"]:
+            if not (r["min_ms"] <= r["median_ms"] <= r["max_ms"]):
+                sys.exit(f"{p}: {r['name']}: median outside [min, max]")
+        print(f"{p}: valid ({len(data['results'])} results)")
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def markdown(runs):
+    lines = []
+    for data in runs:
+        c = data["ceilings"]
+        lines.append(f"### {data['device_description']} ({data['date']})\n")
+        lines.append(f"Ceilings measured in this run: copy {fmt(c['copy_gbps'], '.1f')} GB/s, "
+                     f"cuBLAS fp16 GEMM {fmt(c['gemm_fp16_tflops'], '.1f')} TFLOP/s. "
+                     f"Median of {data['repeats']} repeats (p10-p90 spread).\n")
+        lines.append("| benchmark | params | median ms | p10-p90 ms | GB/s | TFLOP/s | of ceiling |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|")
+        for r in data["results"]:
+            frac = r["fraction_of_gemm"] if r["fraction_of_gemm"] is not None else r["fraction_of_copy"]
+            params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+            lines.append(f"| {r['name']} | {params} | {r['median_ms']:.4f} | {r['p10_ms']:.4f}-{r['p90_ms']:.4f} | "
+                         f"{fmt(r['gbps'], '.1f')} | {fmt(r['tflops'], '.2f')} | "
+                         f"{'-' if frac is None else f'{100 * frac:.0f}%'} |")
+            for k, v in r["extra"].items():
+                lines.append(f"| &nbsp;&nbsp;{k} | | | | | | {v} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plots(runs, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for data in runs:
+        for group in ("memory", "gemm", "linear", "allreduce", "train"):
+            rows = [r for r in data["results"] if r["group"] == group]
+            if not rows:
+                continue
+            key = "fraction_of_gemm" if group in ("gemm", "linear") else "fraction_of_copy"
+            values = [100 * (r[key] or 0) for r in rows] if any(r[key] for r in rows) else [r["median_ms"] for r in rows]
+            label = "% of ceiling" if any(r[key] for r in rows) else "median ms"
+            fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.2))
+            ax.barh([r["name"] for r in rows], values)
+            ax.set_xlabel(label)
+            ax.set_title(f"{group} - {data['device_description']}")
+            ax.invert_yaxis()
+            fig.tight_layout()
+            fig.savefig(out_dir / f"bench-{data['device']}-{group}.png", dpi=120)
+            plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--validate", action="store_true", help="only validate against bench/schema.json")
+    ap.add_argument("--markdown", help="write the markdown table here (default: stdout)")
+    ap.add_argument("--plots", help="write PNG plots into this directory")
+    args = ap.parse_args()
+    if args.validate:
+        validate(args.files)
+        return
+    runs = [json.loads(pathlib.Path(p).read_text()) for p in args.files]
+    text = markdown(runs)
+    if args.markdown:
+        pathlib.Path(args.markdown).write_text(text)
+    else:
+        print(text)
+    if args.plots:
+        plots(runs, args.plots)
+
+
+if __name__ == "__main__":
+    main()
