@@ -5,6 +5,8 @@
 
 namespace ht::bench {
 
-void bench_memory(Harness& h);  // memory-bound kernels: cast, bias+activation, cross-entropy, loss scaling, optimizers
+void bench_memory(Harness& h);     // memory-bound kernels: cast, bias+activation, cross-entropy, loss scaling, optimizers
+void bench_allreduce(Harness& h);  // the communicator: algbw and busbw from 8 B to 1 GB, as nccl-tests
+void bench_train(Harness& h);      // the whole training step: samples/s, exposed communication, host overhead
 
 }  // namespace ht::bench

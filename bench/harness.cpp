@@ -22,18 +22,19 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-Harness::Harness(Backend& backend, Options options) : backend_(backend), options_(options) {
+Harness::Harness(Backend& backend, Communicator& comm, Options options)
+    : backend_(backend), comm_(comm), options_(options) {
   HT_CHECK(options_.repeats >= 1, "--repeats must be at least 1");
   const std::size_t cache = backend.last_level_cache_bytes();
   if (cache > 0) flush_ = backend.buffer(2 * cache);
 }
 
-Timing Harness::time(const std::function<void()>& work) {
+Timing Harness::time(const std::function<void()>& work, bool flush_cache) {
   for (int i = 0; i < options_.warmup; ++i) work();
   backend_.synchronize();
   Timing t;
   for (int i = 0; i < options_.repeats; ++i) {
-    if (flush_.defined()) backend_.zero(flush_.data(), flush_.bytes());
+    if (flush_cache && flush_.defined()) backend_.zero(flush_.data(), flush_.bytes());
     auto start = backend_.record_event();
     work();
     auto stop = backend_.record_event();
@@ -89,6 +90,8 @@ nlohmann::json Harness::to_json() const {
                         {"date", date},
                         {"device", device_name(backend_.device())},
                         {"device_description", backend_.description()},
+                        {"world_size", comm_.world_size()},
+                        {"transport", comm_.name()},
                         {"repeats", options_.repeats},
                         {"warmup", options_.warmup},
                         {"quick", options_.quick},
@@ -127,8 +130,8 @@ std::string format_table(const Harness& h) {
                                 h.options().repeats,
                                 j["ceilings"]["copy_gbps"].is_null() ? std::string("-")
                                                                      : fmt::format("{:.1f}", j["ceilings"]["copy_gbps"].get<double>()));
-  out += fmt::format("{:<44} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}\n", "benchmark", "median ms", "p10 ms", "p90 ms", "GB/s",
-                     "TFLOP/s", "of ceil");
+  out += fmt::format("{:<44} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}  {}\n", "benchmark", "median ms", "p10 ms", "p90 ms",
+                     "GB/s", "TFLOP/s", "of ceil", "notes");
   for (const auto& r : j["results"]) {
     auto num = [&](const char* key, const char* f) {
       return r[key].is_null() ? std::string("-") : fmt::format(fmt::runtime(f), r[key].get<double>());
@@ -136,9 +139,13 @@ std::string format_table(const Harness& h) {
     std::string frac = "-";
     if (!r["fraction_of_gemm"].is_null()) frac = fmt::format("{:.0f}%", 100 * r["fraction_of_gemm"].get<double>());
     else if (!r["fraction_of_copy"].is_null()) frac = fmt::format("{:.0f}%", 100 * r["fraction_of_copy"].get<double>());
-    out += fmt::format("{:<44} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>9} {:>8}\n", r["name"].get<std::string>(),
+    std::string notes;
+    for (const auto& [key, value] : r["extra"].items())
+      notes += fmt::format("{}{}={}", notes.empty() ? "" : " ", key,
+                           value.is_number_float() ? fmt::format("{:.4g}", value.get<double>()) : value.dump());
+    out += fmt::format("{:<44} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>9} {:>8}  {}\n", r["name"].get<std::string>(),
                        r["median_ms"].get<double>(), r["p10_ms"].get<double>(), r["p90_ms"].get<double>(), num("gbps", "{:.1f}"),
-                       num("tflops", "{:.2f}"), frac);
+                       num("tflops", "{:.2f}"), frac, notes);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // result is given as a fraction of the device's ceilings measured in the same run.
 #pragma once
 
+#include "comm/communicator.h"
 #include "engine/backend.h"
 
 #include <nlohmann/json.hpp>
@@ -40,13 +41,15 @@ struct Result {
 
 class Harness {
  public:
-  Harness(Backend& backend, Options options);
+  Harness(Backend& backend, Communicator& comm, Options options);
   Backend& backend() { return backend_; }
+  Communicator& comm() { return comm_; }
   Device device() const { return backend_.device(); }
   const Options& options() const { return options_; }
 
   // Times `work` (queued on the backend): warm-up, then `repeats` × (flush, event, work, event).
-  Timing time(const std::function<void()>& work);
+  // flush_cache = false keeps the cache warm between repeats (training steps run back to back).
+  Timing time(const std::function<void()>& work, bool flush_cache = true);
 
   // Ceilings, measured once per run: device-to-device copy (GB/s, reads + writes) and, where a
   // GPU has cuBLAS, the fp16 GEMM rate at 8192³ (TFLOP/s); 0 when not measured.
@@ -60,6 +63,7 @@ class Harness {
 
  private:
   Backend& backend_;
+  Communicator& comm_;
   Options options_;
   Tensor flush_;  // written between repeats to evict the last-level cache
   double copy_gbps_ = -1, gemm_tflops_ = 0;

@@ -3,7 +3,7 @@
 namespace ht::bench {
 
 const std::map<std::string, Benchmark>& registry() {
-  static const std::map<std::string, Benchmark> r = {{"memory", bench_memory}};
+  static const std::map<std::string, Benchmark> r = {{"memory", bench_memory}, {"allreduce", bench_allreduce}, {"train", bench_train}};
   return r;
 }
 

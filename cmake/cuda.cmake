@@ -62,9 +62,13 @@ endif()
 
 if(HALFTAPE_HAVE_CUDA)
   find_library(HT_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES})
-  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart)
+  find_path(HT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
+    message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
+  endif()
+  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} comm/nccl_communicator.cpp)
+  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${HT_NCCL_INCLUDE_DIR})
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart ${HT_NCCL_LIBRARY})
   target_compile_options(ht_gpu_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)

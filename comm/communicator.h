@@ -26,7 +26,8 @@ struct CommStats {
 class CommRequest {
  public:
   virtual ~CommRequest() = default;
-  virtual void wait() = 0;
+  virtual void wait() = 0;          // the result is visible to work queued after this call
+  virtual bool test() { return false; }  // done yet? (drives MPI progress; never blocks)
 };
 
 class Communicator {
@@ -53,5 +54,13 @@ std::size_t comm_dtype_size(CommDType t);
 CommDType comm_dtype(DType t);
 
 std::unique_ptr<Communicator> make_single_process_communicator();
+
+class Backend;
+class MpiWorld;
+enum class CommChoice { auto_, mpi, nccl };
+CommChoice parse_comm(std::string_view name);  // auto | mpi | nccl, else an error naming --comm
+// world == nullptr (no launcher): a single process. auto: NCCL on the cuda device, else MPI.
+std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorld* world, Backend& backend,
+                                                double timeout_seconds);
 
 }  // namespace ht

@@ -65,6 +65,7 @@ class Backend {
   // Kernels ------------------------------------------------------------------------------
   virtual void cast(const CastArgs& a) = 0;
   virtual void fill(const FillArgs& a) = 0;
+  virtual void scale(const ScaleArgs& a) = 0;
   virtual void gather_batch(const GatherArgs& a) = 0;
   virtual void sum(const SumArgs& a) = 0;
   virtual void gemm(const GemmArgs& a) = 0;

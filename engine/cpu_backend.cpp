@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
 
   void cast(const CastArgs& a) override { cast_ref(a); }
   void fill(const FillArgs& a) override { fill_ref(a); }
+  void scale(const ScaleArgs& a) override { scale_ref(a); }
   void gather_batch(const GatherArgs& a) override { gather_batch_ref(a); }
   void sum(const SumArgs& a) override { sum_ref(a); }
   void gemm(const GemmArgs& a) override { gemm_ref(a); }

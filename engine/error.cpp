@@ -2,7 +2,7 @@
 
 namespace ht {
 
-void gpu_call_failed(const char* call, const char* error, const char* file, int line) {
+void call_failed(const char* call, const char* error, const char* file, int line) {
   fail(fmt::format("{} failed: {} ({}:{})", call, error, file, line));
 }
 

@@ -16,6 +16,10 @@ class Error : public std::runtime_error {
 
 [[noreturn]] inline void fail(const std::string& message) { throw Error(message); }
 
+// A library call (CUDA, NCCL, MPI) failed: "CALL failed: ERROR (FILE:LINE)". Each library has
+// its one check macro on top of this (HT_CUDA_CHECK, HT_NCCL_CHECK, HT_MPI_CHECK).
+[[noreturn]] void call_failed(const char* call, const char* error, const char* file, int line);
+
 }  // namespace ht
 
 // User-facing precondition: the message names what was wrong (a flag, a file, a shape).

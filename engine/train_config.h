@@ -26,6 +26,14 @@ struct OverflowInjection {
 };
 std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec);  // "5,9:1"
 
+// Faults for tests of the data-parallel failure paths: at the start of step STEP, rank RANK
+// kills itself with SIGKILL (crash) or stops answering (hang).
+struct FaultInjection {
+  enum Kind { crash, hang } kind = crash;
+  std::int64_t step = 0;
+  int rank = 0;
+};
+
 struct TrainConfig {
   DeviceChoice device = DeviceChoice::auto_;
   Precision precision = Precision::fp16;
@@ -56,7 +64,13 @@ struct TrainConfig {
   std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
   int keep = 3;                       // checkpoints kept under save_dir (0: all)
   std::vector<OverflowInjection> inject_overflow;
+  std::vector<FaultInjection> inject_faults;
   bool progress_bar = true;           // drawn only when stdout is a terminal
+
+  // Data parallelism (used when the world has more than one rank).
+  std::int64_t bucket_bytes = 25 << 20;
+  std::int64_t first_bucket_bytes = 1 << 20;
+  DType allreduce_dtype = DType::f32;
 
   void validate() const;              // throws naming the offending flag
 };

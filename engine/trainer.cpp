@@ -2,7 +2,11 @@
 
 #include "engine/ops.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 namespace ht {
 
@@ -32,6 +36,13 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   model_ = std::make_unique<Mlp>(model, params_);
   params_.allocate(backend, dtype_);
   model_->initialize(params_, backend, config_.seed);
+  if (comm.world_size() > 1) {
+    // Every rank starts from rank 0's weights, whatever its own initialisation produced.
+    comm.broadcast(params_.master().data(), params_.master().bytes(), 0);
+    params_.refresh_working_copy(backend);
+    reducer_ = std::make_unique<Reducer>(backend, comm, params_,
+                                         ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype});
+  }
 
   scaler_ = std::make_unique<LossScaler>(backend, params_, config_.scaler, config_.precision == Precision::fp16);
   optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
@@ -44,7 +55,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   for (const ParamInfo& p : params_.params()) lc.param_names.push_back(p.name);
   lc.human = log;
   lc.metrics_path = comm.rank() == 0 ? config_.metrics_path : "";
-  lc.progress_bar = config_.progress_bar && log != nullptr && isatty(STDOUT_FILENO);
+  // mpirun hands ranks a pseudo-terminal even when its own output is a file: no bar there.
+  lc.progress_bar = config_.progress_bar && log != nullptr && isatty(STDOUT_FILENO) && comm.world_size() == 1;
   log_ = std::make_unique<StepLog>(backend, lc);
 }
 
@@ -64,7 +76,16 @@ bool Trainer::inject_overflow_at(std::int64_t step) const {
   return false;
 }
 
+void Trainer::inject_faults_at(std::int64_t step) const {
+  for (const FaultInjection& f : config_.inject_faults) {
+    if (f.step != step || f.rank != comm_.rank()) continue;
+    if (f.kind == FaultInjection::crash) ::kill(::getpid(), SIGKILL);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: never answer again
+  }
+}
+
 void Trainer::train_step(std::int64_t step) {
+  inject_faults_at(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
   const std::int64_t first_row = ((step - 1) % steps_per_epoch_) * config_.batch_size * config_.accum_steps;
   const auto* shard = epoch_shard(epoch).data_as<std::int32_t>();
@@ -77,18 +98,25 @@ void Trainer::train_step(std::int64_t step) {
     const Batch batch = train_data_.gather(shard + first_row + micro * config_.batch_size, config_.batch_size, dtype_);
     // forward, recorded on the tape
     Tape tape;
+    const bool last_micro_batch = micro + 1 == config_.accum_steps;
+    if (reducer_) reducer_->attach(tape, /*sync=*/last_micro_batch);  // no traffic before the last
     OpContext ctx{backend_, params_, &tape};
     const Var logits = model_->forward(ctx, make_var(batch.x));
     // loss: mean cross-entropy over the step's samples, logit gradient × loss scale fused in
     cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), scaler_->scale(), divisor, &record->loss,
                                 1.0f / divisor, nullptr});
-    // scaled backward: parameter gradients accumulate in the FP32 arena
+    // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
+    // micro-batch each allreduce bucket goes out as soon as its gradients are final
     tape.backward();
   }
+  // allreduce: wait for every bucket (gradients are now averaged over the ranks)
+  if (reducer_) reducer_->finish();
 
   if (inject_overflow_at(step)) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
   // unscale, check for inf/NaN, global norm, clip coefficient
   scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_slot(step));
+  // every rank makes the same skip decision: one overflowing rank makes all of them skip
+  if (comm_.world_size() > 1) comm_.allreduce(scaler_->found_inf(), 1, CommDType::i32, ReduceOp::max);
   // optimizer: skipped on the device when any gradient was non-finite
   scaler_->step(*optimizer_);
   // scaler update: back off or grow, and write this step's record
@@ -113,8 +141,8 @@ EvalResult Trainer::evaluate() {
     cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), nullptr, 1.0f, sums.data_as<float>(), 1.0f,
                                 sums.data_as<float>() + 1});
   }
-  std::vector<float> host = download<float>(backend_, sums);
-  comm_.allreduce(host.data(), 2, CommDType::f32, ReduceOp::sum);
+  comm_.allreduce(sums.data(), 2, CommDType::f32, ReduceOp::sum);  // device memory, as NCCL needs
+  const std::vector<float> host = download<float>(backend_, sums);
   const auto n = static_cast<double>(test_data_.samples());
   return {host[0] / n, host[1] / n};
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "comm/communicator.h"
+#include "comm/reducer.h"
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/data/device_dataset.h"
@@ -48,6 +49,7 @@ class Trainer {
   std::string save_checkpoint(std::int64_t step) const;  // rank 0 writes; returns the directory
 
   const ParamArena& params() const { return params_; }
+  const Reducer* reducer() const { return reducer_.get(); }
   const LossScaler& scaler() const { return *scaler_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   std::int64_t total_steps() const { return total_steps_; }
@@ -56,6 +58,7 @@ class Trainer {
  private:
   const Tensor& epoch_shard(std::int64_t epoch);  // this rank's indices for the epoch, on the device
   bool inject_overflow_at(std::int64_t step) const;
+  void inject_faults_at(std::int64_t step) const;
 
   TrainConfig config_;
   Backend& backend_;
@@ -65,6 +68,7 @@ class Trainer {
   std::unique_ptr<Mlp> model_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Reducer> reducer_;  // data parallelism; null in a world of one
   DeviceDataset train_data_, test_data_;
   DistributedSampler sampler_;
   std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;

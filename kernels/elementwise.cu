@@ -23,6 +23,11 @@ __global__ void __launch_bounds__(kBlock) fill_kernel(float* __restrict__ dst, s
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = value;
 }
 
+// x: (n) fp32, scaled in place
+__global__ void __launch_bounds__(kBlock) scale_kernel(float* __restrict__ x, std::int64_t n, float alpha) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= alpha;
+}
+
 // images: (samples, features) u8, indices: (rows) -> x: (rows, features) T = images/255, labels: (rows)
 template <class T>
 __global__ void __launch_bounds__(kBlock) gather_batch_kernel(const std::uint8_t* __restrict__ images,
@@ -64,6 +69,11 @@ void launch_cast(const CastArgs& a, const Stream& s) {
 void launch_fill(const FillArgs& a, const Stream& s) {
   if (a.n == 0) return;
   HT_LAUNCH(fill_kernel, (LaunchConfig{grid_for(a.n, kBlock, s), kBlock}), s, a.dst, a.n, a.value);
+}
+
+void launch_scale(const ScaleArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  HT_LAUNCH(scale_kernel, (LaunchConfig{grid_for(a.n, kBlock, s), kBlock}), s, a.x, a.n, a.alpha);
 }
 
 void launch_gather_batch(const GatherArgs& a, const Stream& s) {

@@ -25,6 +25,14 @@ struct FillArgs {
 };
 void fill_ref(const FillArgs& a);
 
+// x[i] *= alpha, i < n (data parallelism divides gradients by the world size before summing).
+struct ScaleArgs {
+  float* x = nullptr;  // (n) fp32
+  std::int64_t n = 0;
+  float alpha = 1;
+};
+void scale_ref(const ScaleArgs& a);
+
 // x[r, :] = round_to(dtype, images[indices[r], :] / 255), labels[r] = all_labels[indices[r]].
 struct GatherArgs {
   const std::uint8_t* images = nullptr;   // (samples, features) u8, row-major

@@ -19,6 +19,10 @@ void fill_ref(const FillArgs& a) {
   for (std::int64_t i = 0; i < a.n; ++i) a.dst[i] = a.value;
 }
 
+void scale_ref(const ScaleArgs& a) {
+  for (std::int64_t i = 0; i < a.n; ++i) a.x[i] *= a.alpha;
+}
+
 void gather_batch_ref(const GatherArgs& a) {
   cpu::dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -25,8 +25,9 @@
 #include <utility>
 
 namespace ht {
-// Formats "CALL failed: ERROR (FILE:LINE)" and throws ht::Error (engine/error.cpp).
-[[noreturn]] void gpu_call_failed(const char* call, const char* error, const char* file, int line);
+// Formats "CALL failed: ERROR (FILE:LINE)" and throws ht::Error (engine/error.h; declared here
+// too so that nvcc-compiled kernels need not see fmt).
+[[noreturn]] void call_failed(const char* call, const char* error, const char* file, int line);
 }  // namespace ht
 
 namespace ht::gpu::inline HT_GPU_NS {
@@ -56,7 +57,7 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
 #else
   kernel<<<cfg.grid, cfg.block, cfg.shared_bytes, stream.handle>>>(std::forward<Args>(args)...);
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) ht::gpu_call_failed(name, cudaGetErrorString(e), __FILE__, __LINE__);
+  if (e != cudaSuccess) ht::call_failed(name, cudaGetErrorString(e), __FILE__, __LINE__);
 #endif
 }
 #endif

@@ -14,6 +14,7 @@ namespace ht::gpu::inline HT_GPU_NS {
 
 void launch_cast(const CastArgs& a, const Stream& s);
 void launch_fill(const FillArgs& a, const Stream& s);
+void launch_scale(const ScaleArgs& a, const Stream& s);
 void launch_gather_batch(const GatherArgs& a, const Stream& s);
 void launch_sum(const SumArgs& a, const Stream& s);
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);

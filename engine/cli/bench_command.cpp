@@ -1,5 +1,6 @@
 // `halftape bench [NAME...]`: run benchmarks, print a table, write JSON (bench/schema.json).
 #include "bench/benchmarks.h"
+#include "comm/mpi_world.h"
 #include "engine/cli/commands.h"
 #include "engine/error.h"
 
@@ -14,11 +15,12 @@ namespace {
 
 struct BenchFlags {
   std::vector<std::string> names;
-  std::string device = "auto", json;
+  std::string device = "auto", json, comm = "auto";
+  double comm_timeout = 300;
   bench::Options options;
 };
 
-int run_bench(const BenchFlags& f) {
+int run_bench(const BenchFlags& f, const MpiWorld* world) {
   std::vector<std::string> names = f.names;
   if (names.empty() || (names.size() == 1 && names[0] == "all")) {
     names.clear();
@@ -31,14 +33,17 @@ int run_bench(const BenchFlags& f) {
                for (const auto& [name, fn] : bench::registry()) k.push_back(name);
                return k;
              }(), ", "));
-  std::unique_ptr<Backend> backend = make_backend(parse_device(f.device));
+  std::unique_ptr<Backend> backend = make_backend(parse_device(f.device), world ? world->local_rank() : 0);
+  std::unique_ptr<Communicator> comm = make_communicator(parse_comm(f.comm), world, *backend, f.comm_timeout);
+  const bool rank0 = comm->rank() == 0;
   std::ofstream json;
-  if (!f.json.empty()) {
+  if (!f.json.empty() && rank0) {
     json.open(f.json, std::ios::out | std::ios::trunc);
     HT_CHECK(json.good(), "--json {}: cannot open for writing", f.json);
   }
-  bench::Harness harness(*backend, f.options);
+  bench::Harness harness(*backend, *comm, f.options);
   for (const std::string& n : names) bench::registry().at(n)(harness);
+  if (!rank0) return 0;
   std::cout << bench::format_table(harness) << std::flush;
   if (json.is_open()) json << harness.to_json().dump(2) << '\n';
   return 0;
@@ -50,7 +55,7 @@ Command add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   BenchFlags& f = *flags;
   CLI::App* b = app.add_subcommand("bench", "Benchmark kernels and the training step (JSON with --json)");
-  b->add_option("names", f.names, "benchmarks to run: all (default), memory, ...");
+  b->add_option("names", f.names, "benchmarks to run: all (default), memory, allreduce, train");
   b->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))->capture_default_str();
   b->add_option("--repeats", f.options.repeats, "timed repeats per benchmark (median and spread are reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();
@@ -59,7 +64,9 @@ Command add_bench_command(CLI::App& app) {
   b->add_flag("--quick", f.options.quick, "tiny sizes: a smoke test");
   b->add_option("--filter", f.options.filter, "only results whose name contains this");
   b->add_option("--json", f.json, "write the results as JSON to FILE");
-  return [flags] { return run_bench(*flags); };
+  b->add_option("--comm", f.comm, "transport under mpirun: auto | mpi | nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  b->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take")->check(CLI::Range(0.001, 1e7));
+  return [flags](const MpiWorld* world) { return run_bench(*flags, world); };
 }
 
 }  // namespace ht::cli

@@ -6,9 +6,14 @@
 
 #include <functional>
 
+namespace ht {
+class MpiWorld;
+}
+
 namespace ht::cli {
 
-using Command = std::function<int()>;
+// Runs a parsed command. `world` is the MPI job, or nullptr when no launcher started us.
+using Command = std::function<int(const MpiWorld* world)>;
 
 Command add_train_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);

@@ -1,5 +1,6 @@
 // `halftape train`: flags -> TrainConfig -> Trainer.
 #include "comm/communicator.h"
+#include "comm/mpi_world.h"
 #include "engine/cli/commands.h"
 #include "engine/data/dataset.h"
 #include "engine/error.h"
@@ -36,7 +37,9 @@ const CLI::Validator kNonNegative = at_least(0);
 struct TrainFlags {
   TrainConfig config;
   std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
-  std::string loss_scale = "dynamic", inject_overflow;
+  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
+  std::string comm = "auto", allreduce_dtype = "fp32";
+  double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
   std::vector<std::int64_t> hidden = {512, 512};
   std::int64_t steps = -1;
   bool no_shuffle = false, nesterov = false, no_progress = false;
@@ -77,14 +80,24 @@ TrainConfig to_config(const TrainFlags& f) {
     c.scaler.min_scale = std::min(c.scaler.min_scale, value);
   }
   if (!f.inject_overflow.empty()) c.inject_overflow = parse_overflow_injections(f.inject_overflow);
+  for (auto [spec, kind] : {std::pair{&f.inject_crash, FaultInjection::crash}, std::pair{&f.inject_hang, FaultInjection::hang}}) {
+    if (spec->empty()) continue;
+    for (const OverflowInjection& at : parse_overflow_injections(*spec)) {
+      HT_CHECK(at.rank >= 0, "--inject-{}: give STEP:RANK", kind == FaultInjection::crash ? "crash" : "hang");
+      c.inject_faults.push_back({kind, at.step, at.rank});
+    }
+  }
+  c.bucket_bytes = static_cast<std::int64_t>(f.bucket_mb * (1 << 20));
+  c.first_bucket_bytes = static_cast<std::int64_t>(f.first_bucket_mb * (1 << 20));
+  c.allreduce_dtype = *parse_dtype(f.allreduce_dtype);
   c.validate();
   return c;
 }
 
-int run_train(const TrainFlags& flags) {
+int run_train(const TrainFlags& flags, const MpiWorld* world) {
   const TrainConfig config = to_config(flags);
-  std::unique_ptr<Communicator> comm = make_single_process_communicator();
-  std::unique_ptr<Backend> backend = make_backend(config.device, comm->local_rank());
+  std::unique_ptr<Backend> backend = make_backend(config.device, world ? world->local_rank() : 0);
+  std::unique_ptr<Communicator> comm = make_communicator(parse_comm(flags.comm), world, *backend, flags.comm_timeout);
   const DataSplit data = load_data(config.data, config.synthetic);
   std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
   Trainer trainer(config, *backend, *comm, data, log);
@@ -164,7 +177,20 @@ Command add_train_command(CLI::App& app) {
   t->add_option("--keep", c.keep, "checkpoints to keep under --save (0: all)")->check(kNonNegative)->capture_default_str();
   t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
   t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
-  return [flags] { return run_train(*flags); };
+  t->add_option("--comm", f.comm, "data-parallel transport: auto (nccl on cuda, else mpi) | mpi | nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))->capture_default_str();
+  t->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take before the job is aborted")
+      ->check(CLI::Range(0.001, 1e7))->capture_default_str();
+  t->add_option("--bucket-mb", f.bucket_mb, "allreduce bucket size (MiB)")->check(CLI::Range(0.001, 1e6))->capture_default_str();
+  t->add_option("--first-bucket-mb", f.first_bucket_mb, "size of the first (last layer's) bucket (MiB)")
+      ->check(CLI::Range(0.001, 1e6))->capture_default_str();
+  t->add_option("--allreduce-dtype", f.allreduce_dtype, "gradient traffic: fp32 | fp16 | bf16 (compressed)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))->capture_default_str();
+  t->add_option("--inject-crash", f.inject_crash, "STEP:RANK[,...]: that rank kills itself at that step (fault tests)")
+      ->group("Fault injection");
+  t->add_option("--inject-hang", f.inject_hang, "STEP:RANK[,...]: that rank stops answering at that step (fault tests)")
+      ->group("Fault injection");
+  return [flags](const MpiWorld* world) { return run_train(*flags, world); };
 }
 
 }  // namespace ht::cli

@@ -114,6 +114,7 @@ class GpuBackend final : public Backend {
 
   void cast(const CastArgs& a) override { launch_cast(a, stream_); }
   void fill(const FillArgs& a) override { launch_fill(a, stream_); }
+  void scale(const ScaleArgs& a) override { launch_scale(a, stream_); }
   void gather_batch(const GatherArgs& a) override { launch_gather_batch(a, stream_); }
   void sum(const SumArgs& a) override { launch_sum(a, stream_); }
   void gemm(const GemmArgs& a) override { launch_gemm_tiled(a, stream_); }

@@ -44,5 +44,5 @@ using ::cudaStreamWaitEvent;
   do {                                                                                    \
     const cudaError_t ht_err_ = (call);                                                   \
     if (ht_err_ != cudaSuccess)                                                           \
-      ::ht::gpu_call_failed(#call, ::ht::gpu::rt::cudaGetErrorString(ht_err_), __FILE__, __LINE__); \
+      ::ht::call_failed(#call, ::ht::gpu::rt::cudaGetErrorString(ht_err_), __FILE__, __LINE__); \
   } while (0)

@@ -1,0 +1,37 @@
+// Transport selection: the one place that knows which communicators this build has.
+#include "comm/communicator.h"
+#include "comm/mpi_communicator.h"
+#include "engine/backend.h"
+#include "engine/error.h"
+
+#if HALFTAPE_HAVE_CUDA
+#include "comm/nccl_communicator.h"
+#endif
+
+namespace ht {
+
+CommChoice parse_comm(std::string_view name) {
+  if (name == "auto") return CommChoice::auto_;
+  if (name == "mpi") return CommChoice::mpi;
+  if (name == "nccl") return CommChoice::nccl;
+  fail(fmt::format("--comm: '{}' is not one of auto, mpi, nccl", name));
+}
+
+std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorld* world, Backend& backend,
+                                                double timeout_seconds) {
+  if (!world) return make_single_process_communicator();
+  const bool on_gpu = backend.device() == Device::cuda;
+  if (choice == CommChoice::auto_) choice = on_gpu ? CommChoice::nccl : CommChoice::mpi;
+  if (choice == CommChoice::mpi) {
+    HT_CHECK(!on_gpu, "--comm mpi moves host memory: use it with --device cpu or simt, or --comm nccl with --device cuda");
+    return make_mpi_communicator(*world, timeout_seconds);
+  }
+#if HALFTAPE_HAVE_CUDA
+  HT_CHECK(on_gpu, "--comm nccl moves GPU memory: it needs --device cuda");
+  return make_nccl_communicator(*world, backend, timeout_seconds);
+#else
+  fail("--comm nccl: this build has no CUDA backend (built without nvcc)");
+#endif
+}
+
+}  // namespace ht

@@ -1,0 +1,208 @@
+#include "comm/nccl_communicator.h"
+
+#include "comm/mpi_check.h"
+#include "engine/backend.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#define HT_NCCL_CHECK(call)                                                                      \
+  do {                                                                                           \
+    const ncclResult_t ht_nccl_rc_ = (call);                                                     \
+    if (ht_nccl_rc_ != ncclSuccess)                                                              \
+      ::ht::call_failed(#call, ncclGetErrorString(ht_nccl_rc_), __FILE__, __LINE__);         \
+  } while (0)
+#define HT_CUDA_RT_CHECK(call)                                                                   \
+  do {                                                                                           \
+    const cudaError_t ht_cuda_rc_ = (call);                                                      \
+    if (ht_cuda_rc_ != cudaSuccess)                                                              \
+      ::ht::call_failed(#call, cudaGetErrorString(ht_cuda_rc_), __FILE__, __LINE__);         \
+  } while (0)
+
+namespace ht {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t nccl_type(CommDType t) {
+  switch (t) {
+    case CommDType::f16: return ncclFloat16;
+    case CommDType::bf16: return ncclBfloat16;
+    case CommDType::i32: return ncclInt32;
+    default: return ncclFloat32;
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::max: return ncclMax;
+    default: return ncclSum;
+  }
+}
+
+class NcclCommunicator;
+
+class NcclRequest final : public CommRequest {
+ public:
+  NcclRequest(cudaStream_t compute, cudaEvent_t done) : compute_(compute), done_(done) {}
+  ~NcclRequest() override {
+    if (done_) {
+      cudaStreamWaitEvent(compute_, done_, 0);
+      cudaEventDestroy(done_);
+    }
+  }
+  // Orders the compute stream after the collective; the host does not wait.
+  void wait() override {
+    if (!done_) return;
+    HT_CUDA_RT_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
+    HT_CUDA_RT_CHECK(cudaEventDestroy(done_));
+    done_ = nullptr;
+  }
+  bool test() override { return !done_ || cudaEventQuery(done_) == cudaSuccess; }
+
+ private:
+  cudaStream_t compute_;
+  cudaEvent_t done_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(const MpiWorld& world, Backend& backend, double timeout)
+      : world_(world), compute_(static_cast<cudaStream_t>(backend.native_stream())), timeout_(timeout) {
+    HT_CHECK(backend.device() == Device::cuda && compute_, "--comm nccl needs --device cuda");
+    HT_CHECK(timeout > 0, "--comm-timeout must be positive");
+    ncclUniqueId id{};
+    if (world.rank() == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
+    HT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, world.size(), id, world.rank(), &config));
+    HT_CUDA_RT_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  ~NcclCommunicator() override {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+    cudaStreamSynchronize(comm_stream_);
+    for (auto& f : in_flight_) cudaEventDestroy(f.event);
+    ncclCommDestroy(comm_);
+    cudaStreamDestroy(comm_stream_);
+  }
+
+  std::string name() const override { return "nccl"; }
+  int rank() const override { return world_.rank(); }
+  int world_size() const override { return world_.size(); }
+  int local_rank() const override { return world_.local_rank(); }
+
+  void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
+    count_traffic(count, type);
+    HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
+    track(compute_, fmt::format("allreduce of {} elements", count));
+  }
+
+  std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
+    count_traffic(count, type);
+    cudaEvent_t ready = nullptr, done = nullptr;
+    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    HT_CUDA_RT_CHECK(cudaEventRecord(ready, compute_));
+    HT_CUDA_RT_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
+    HT_CUDA_RT_CHECK(cudaEventDestroy(ready));
+    HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, comm_stream_));
+    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    HT_CUDA_RT_CHECK(cudaEventRecord(done, comm_stream_));
+    track(comm_stream_, fmt::format("bucket allreduce of {} elements", count));
+    return std::make_unique<NcclRequest>(compute_, done);
+  }
+
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    HT_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, compute_));
+    track(compute_, fmt::format("broadcast of {} bytes", bytes));
+  }
+
+  void barrier() override {
+    HT_CUDA_RT_CHECK(cudaStreamSynchronize(compute_));
+    HT_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+
+ private:
+  void count_traffic(std::int64_t count, CommDType type) {
+    ++stats_.allreduce_calls;
+    stats_.allreduce_bytes += count * static_cast<std::int64_t>(comm_dtype_size(type));
+  }
+
+  // Hands a collective to the watchdog: it must complete within the timeout.
+  void track(cudaStream_t stream, std::string what) {
+    cudaEvent_t e = nullptr;
+    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    HT_CUDA_RT_CHECK(cudaEventRecord(e, stream));
+    std::lock_guard lock(mutex_);
+    in_flight_.push_back({e, Clock::now(), std::move(what)});
+  }
+
+  // The watchdog: PyTorch's NCCL watchdog in miniature.
+  void watch() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &async);
+      std::string problem;
+      if (async != ncclSuccess && async != ncclInProgress) problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
+      while (problem.empty() && !in_flight_.empty()) {
+        InFlight& f = in_flight_.front();
+        const cudaError_t q = cudaEventQuery(f.event);
+        if (q == cudaSuccess) {
+          cudaEventDestroy(f.event);
+          in_flight_.pop_front();
+          continue;
+        }
+        const double age = std::chrono::duration<double>(Clock::now() - f.issued).count();
+        if (age > timeout_) problem = fmt::format("{} did not complete within {:g} s (--comm-timeout): another rank has died or hangs", f.what, timeout_);
+        break;
+      }
+      if (!problem.empty()) {
+        std::fprintf(stderr, "halftape: error: rank %d of %d: %s\n", rank(), world_size(), problem.c_str());
+        std::fflush(stderr);
+        ncclCommAbort(comm_);
+        MpiWorld::abort(1);
+      }
+    }
+  }
+
+  struct InFlight {
+    cudaEvent_t event;
+    Clock::time_point issued;
+    std::string what;
+  };
+
+  const MpiWorld& world_;
+  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+  double timeout_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<InFlight> in_flight_;
+  bool stop_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld& world, Backend& backend, double timeout_seconds) {
+  return std::make_unique<NcclCommunicator>(world, backend, timeout_seconds);
+}
+
+}  // namespace ht

@@ -1,0 +1,169 @@
+// Data parallelism under mpiexec (2 and 4 ranks), on the cpu and simt devices with the MPI
+// communicator: N ranks match one rank with N times the batch, accumulation sends each gradient
+// exactly once per step, and an overflow on one rank makes every rank skip.
+#include "comm/mpi_communicator.h"
+#include "comm/mpi_world.h"
+#include "tests/helpers.h"
+#include "tests/train_helpers.h"
+
+#include <mpi.h>
+
+#include <cstring>
+
+namespace ht::test {
+extern MpiWorld* g_world;
+}
+
+using namespace ht;
+using namespace ht::test;
+
+namespace {
+
+std::vector<DeviceChoice> devices() {
+  std::vector<DeviceChoice> d = {DeviceChoice::cpu};
+#if HALFTAPE_HAVE_SIMT
+  d.push_back(DeviceChoice::simt);
+#else
+  WARN("skipped on simt: this build has no SIMT emulator");
+#endif
+  return d;
+}
+
+struct DistributedRun {
+  TrainSummary summary;
+  std::vector<float> master;
+  ReducerStats reducer;
+  CommStats comm;
+};
+
+// Trains `steps` steps on every rank of the world (no evaluation), step by step.
+DistributedRun train_distributed(const TrainConfig& c, DeviceChoice device, std::int64_t steps) {
+  auto backend = make_backend(device, g_world->local_rank());
+  auto comm = make_mpi_communicator(*g_world, 60.0);
+  const DataSplit data = load_data(c.data, c.synthetic);
+  Trainer trainer(c, *backend, *comm, data, nullptr);
+  comm->reset_stats();
+  for (std::int64_t s = 1; s <= steps; ++s) trainer.train_step(s);
+  DistributedRun run;
+  run.comm = comm->stats();
+  run.reducer = trainer.reducer()->stats();
+  run.master = download<float>(*backend, trainer.params().master());
+  return run;
+}
+
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// Every rank's vector equals rank 0's, bit for bit.
+bool identical_across_ranks(std::vector<float> v) {
+  std::vector<float> root = v;
+  MPI_Bcast(root.data(), static_cast<int>(root.size() * sizeof(float)), MPI_BYTE, 0, MPI_COMM_WORLD);
+  int same = std::memcmp(root.data(), v.data(), v.size() * sizeof(float)) == 0;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return same != 0;
+}
+
+TrainConfig dp_config(std::int64_t world) {
+  TrainConfig c = small_config(Precision::fp32);
+  c.synthetic.train_samples = 1024;  // divisible by every world size, so no padding
+  c.optimizer.kind = OptimizerKind::sgd;
+  c.optimizer.sgd.momentum = 0.9f;
+  c.batch_size = 32 / world;
+  c.first_bucket_bytes = 2048;  // several buckets even for this small model
+  c.bucket_bytes = 4096;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("data parallel: N ranks with batch B/N match one rank with batch B (fp32)", "[mpi]") {
+  const int world = g_world->size();
+  for (DeviceChoice d : devices()) {
+    TrainConfig distributed = dp_config(world);
+    const DistributedRun dist = train_distributed(distributed, d, 10);
+    TrainConfig single = dp_config(1);
+    single.steps = 10;
+    const TrainRun one = train_in_process(single, d);  // one process, batch B, on this rank
+    INFO("device " << static_cast<int>(d) << ", world " << world);
+    CHECK(max_relative_difference(dist.master, one.master) <= 1e-6);
+    CHECK(identical_across_ranks(dist.master));
+    CHECK(dist.reducer.allreduce_calls > 10);  // more than one bucket per step
+  }
+}
+
+TEST_CASE("data parallel: N ranks × k micro-batches match one rank with batch B", "[mpi]") {
+  const int world = g_world->size();
+  for (DeviceChoice d : devices()) {
+    TrainConfig distributed = dp_config(world);
+    distributed.accum_steps = 2;
+    distributed.batch_size = 32 / world / 2;
+    const DistributedRun dist = train_distributed(distributed, d, 10);
+    TrainConfig single = dp_config(1);
+    single.steps = 10;
+    const TrainRun one = train_in_process(single, d);
+    CHECK(max_relative_difference(dist.master, one.master) <= 1e-6);
+  }
+}
+
+TEST_CASE("data parallel: with --accum-steps k every gradient is allreduced exactly once per step", "[mpi]") {
+  TrainConfig c = dp_config(g_world->size());
+  c.accum_steps = 4;
+  c.batch_size = 2;
+  const std::int64_t steps = 5;
+  auto backend = make_backend(DeviceChoice::cpu);
+  auto comm = make_mpi_communicator(*g_world, 60.0);
+  const DataSplit data = load_data(c.data, c.synthetic);
+  Trainer trainer(c, *backend, *comm, data, nullptr);
+  const std::int64_t buckets = static_cast<std::int64_t>(trainer.reducer()->buckets().size());
+  comm->reset_stats();
+  for (std::int64_t s = 1; s <= steps; ++s) trainer.train_step(s);
+  const ReducerStats r = trainer.reducer()->stats();
+  CHECK(r.allreduce_calls == buckets * steps);
+  CHECK(r.allreduce_elements == trainer.params().size() * steps);  // the whole arena, once per step
+  // The communicator saw exactly those, plus one 4-byte overflow flag per step.
+  CHECK(comm->stats().allreduce_calls == buckets * steps + steps);
+  CHECK(comm->stats().allreduce_bytes == 4 * trainer.params().size() * steps + 4 * steps);
+}
+
+TEST_CASE("data parallel: an overflow on rank 1 only makes every rank skip that step", "[mpi]") {
+  for (DeviceChoice d : devices()) {
+    TrainConfig c = dp_config(g_world->size());
+    c.precision = Precision::fp16;
+    c.steps = 8;
+    c.inject_overflow = parse_overflow_injections("3:1,6:1");
+    auto backend = make_backend(d, g_world->local_rank());
+    auto comm = make_mpi_communicator(*g_world, 60.0);
+    const DataSplit data = load_data(c.data, c.synthetic);
+    Trainer trainer(c, *backend, *comm, data, nullptr);
+    const TrainSummary s = trainer.run();
+    std::vector<float> scales, skipped;
+    for (const StepSummary& st : s.steps) {
+      scales.push_back(st.record.loss_scale);
+      skipped.push_back(static_cast<float>(st.record.skipped));
+    }
+    const std::vector<float> expected_skips = {0, 0, 1, 0, 0, 1, 0, 0};
+    CHECK(skipped == expected_skips);
+    CHECK(scales[3] == scales[2] / 2);
+    CHECK(identical_across_ranks(scales));
+    CHECK(identical_across_ranks(download<float>(*backend, trainer.params().master())));
+  }
+}
+
+TEST_CASE("data parallel: fp16 and bf16 gradient traffic train like fp32 traffic", "[mpi]") {
+  for (DType wire : {DType::f16, DType::bf16}) {
+    TrainConfig c = dp_config(g_world->size());
+    const DistributedRun exact = train_distributed(c, DeviceChoice::cpu, 6);
+    c.allreduce_dtype = wire;
+    const DistributedRun compressed = train_distributed(c, DeviceChoice::cpu, 6);
+    INFO(dtype_name(wire));
+    CHECK(compressed.comm.allreduce_bytes < exact.comm.allreduce_bytes / 2 + 100);
+    CHECK(max_relative_difference(compressed.master, exact.master) <= (wire == DType::f16 ? 1e-3 : 1e-2));
+    CHECK(identical_across_ranks(compressed.master));
+  }
+}
