@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "engine/backend.h"
+#include "engine/rng.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,11 @@
 namespace ht::bench {
 
 const std::map<std::string, Benchmark>& registry() {
-  static const std::map<std::string, Benchmark> r = {{"memory", bench_memory}, {"allreduce", bench_allreduce}, {"train", bench_train}};
+  static const std::map<std::string, Benchmark> r = {{"memory", bench_memory},
+                                                             {"gemm", bench_gemm},
+                                                             {"linear", bench_linear},
+                                                             {"allreduce", bench_allreduce},
+                                                             {"train", bench_train}};
   return r;
 }
 

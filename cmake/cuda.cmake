@@ -6,7 +6,7 @@
 
 set(HT_KERNEL_SOURCES
   kernels/elementwise.cu kernels/gemm_tiled.cu kernels/bias_act.cu kernels/cross_entropy.cu
-  kernels/grad_stats.cu kernels/optimizers.cu)
+  kernels/grad_stats.cu kernels/optimizers.cu kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu)
 set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp)
 
 set(HALFTAPE_HAVE_CUDA OFF)
@@ -41,7 +41,7 @@ endif()
 message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), SIMT emulator ${HALFTAPE_HAVE_SIMT}")
 
 if(HALFTAPE_HAVE_SIMT)
-  add_library(ht_simt_runtime STATIC simt/scheduler.cpp simt/runtime.cpp)
+  add_library(ht_simt_runtime STATIC simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp)
   target_include_directories(ht_simt_runtime PUBLIC ${CMAKE_SOURCE_DIR} ${HT_CUDA_INCLUDE_DIR})
   target_link_libraries(ht_simt_runtime PUBLIC Boost::context fmt::fmt Threads::Threads)
   target_compile_options(ht_simt_runtime PRIVATE ${HT_WARNINGS})
@@ -66,12 +66,17 @@ if(HALFTAPE_HAVE_CUDA)
   if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
   endif()
-  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} comm/nccl_communicator.cpp)
+  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} comm/nccl_communicator.cpp
+    engine/gpu/cublas_gemm.cpp)
   target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${HT_NCCL_INCLUDE_DIR})
-  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart ${HT_NCCL_LIBRARY})
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart CUDA::cublasLt ${HT_NCCL_LIBRARY})
   target_compile_options(ht_gpu_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)
+  # The GEMM kernels must keep their accumulators in registers: a spill or any local memory
+  # is a build error (tests/ptxas_report.sh prints the resource report in CI).
+  set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_gpu_cuda
+                              PROPERTIES COMPILE_OPTIONS "-Xptxas=-warn-spills,-warn-lmem-usage")
 endif()
 
 function(halftape_link_gpu_backends target)

@@ -15,6 +15,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/grad_stats.h"
+#include "kernels/linear_gemm.h"
 #include "kernels/optimizers.h"
 
 #include <functional>
@@ -68,7 +69,9 @@ class Backend {
   virtual void scale(const ScaleArgs& a) = 0;
   virtual void gather_batch(const GatherArgs& a) = 0;
   virtual void sum(const SumArgs& a) = 0;
-  virtual void gemm(const GemmArgs& a) = 0;
+  virtual void gemm(const GemmArgs& a) = 0;                // the plain GEMM, FP32 out
+  virtual void linear_gemm(const LinearGemmArgs& a) = 0;   // a linear layer's GEMM + fused epilogue
+  virtual void set_gemm_impl(GemmImpl impl) {}             // --gemm (GPU backends)
   virtual void bias_act(const BiasActArgs& a) = 0;
   virtual void act_backward(const ActBackwardArgs& a) = 0;
   virtual void bias_grad(const BiasGradArgs& a) = 0;

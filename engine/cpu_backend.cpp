@@ -65,6 +65,7 @@ class CpuBackend final : public Backend {
   void gather_batch(const GatherArgs& a) override { gather_batch_ref(a); }
   void sum(const SumArgs& a) override { sum_ref(a); }
   void gemm(const GemmArgs& a) override { gemm_ref(a); }
+  void linear_gemm(const LinearGemmArgs& a) override { linear_gemm_ref(a); }
   void bias_act(const BiasActArgs& a) override { bias_act_ref(a); }
   void act_backward(const ActBackwardArgs& a) override { act_backward_ref(a); }
   void bias_grad(const BiasGradArgs& a) override { bias_grad_ref(a); }

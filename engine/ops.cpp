@@ -14,45 +14,56 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
            "linear: input is {} {}, layer expects [rows, {}] {}", x->value.shape().to_string(),
            dtype_name(x->value.dtype()), in, dtype_name(dtype));
 
-  // Forward: FP32 GEMM result, then the epilogue rounds to the compute dtype.
-  const Tensor acc = backend.empty(Shape{rows, out}, DType::f32);
-  backend.gemm({GemmOp::nt, rows, out, in, x->value.data(), weight.data(), dtype, acc.data_as<float>(), 0.0f});
+  // Forward: y = act(x·Wᵀ + b), the epilogue rounding pre and y to the compute dtype.
   const Tensor y = backend.empty(Shape{rows, out}, dtype);
   const Tensor pre = layer.act == Activation::gelu ? backend.empty(Shape{rows, out}, dtype) : Tensor();
-  backend.bias_act({acc.data_as<float>(), bias.data(), pre.data(), y.data(), dtype, rows, out, layer.act});
+  LinearGemmArgs fwd;
+  fwd.gemm = {GemmOp::nt, rows, out, in, x->value.data(), weight.data(), dtype, nullptr, 0.0f};
+  fwd.epilogue = Epilogue::bias_act;
+  fwd.out = y.data();
+  fwd.pre = pre.data();
+  fwd.bias = bias.data();
+  fwd.act = layer.act;
+  backend.linear_gemm(fwd);
   Var result = make_var(y, x->requires_grad || ctx.tape != nullptr);
+  result->act = layer.act;
+  result->act_saved = layer.act == Activation::gelu ? pre : y;
   if (!ctx.tape) return result;
 
   Tape& tape = *ctx.tape;
   const ParamArena& params = ctx.params;
-  tape.record([&backend, &params, &tape, x, result, pre, weight, layer, rows, in, out, dtype] {
-    const Tensor& dy = result->grad;
-    HT_ASSERT(dy.defined());
-    // dpre = dy * act'(pre): relu reads its mask from y, gelu needs the stored pre-activation.
-    Tensor dpre = dy;
-    if (layer.act != Activation::none) {
-      dpre = backend.empty(dy.shape(), dtype);
-      const Tensor& saved = layer.act == Activation::gelu ? pre : result->value;
-      backend.act_backward({dy.data(), saved.data(), dpre.data(), dtype, dy.numel(), layer.act});
+  tape.record([&backend, &params, &tape, x, result, weight, layer, rows, in, out, dtype] {
+    HT_ASSERT(result->grad.defined());
+    // dpre = dy · act'(pre), unless the op after us already fused it into its input gradient.
+    Tensor dpre = result->grad;
+    if (layer.act != Activation::none && !result->grad_is_preactivation) {
+      dpre = backend.empty(dpre.shape(), dtype);
+      backend.act_backward({result->grad.data(), result->act_saved.data(), dpre.data(), dtype, dpre.numel(), layer.act});
     }
-    // Parameter gradients, accumulated in FP32 straight into the arena.
-    backend.gemm({GemmOp::tn, out, in, rows, dpre.data(), x->value.data(), dtype,
-                  params.grad(layer.weight).data_as<float>(), 1.0f});
+    // Parameter gradients, accumulated in FP32 straight into the arena (beta = 1).
+    LinearGemmArgs dw;
+    dw.gemm = {GemmOp::tn, out, in, rows, dpre.data(), x->value.data(), dtype, params.grad(layer.weight).data_as<float>(), 1.0f};
+    backend.linear_gemm(dw);
     backend.bias_grad({dpre.data(), dtype, rows, out, params.grad(layer.bias).data_as<float>()});
     tape.grad_ready(layer.weight);
     tape.grad_ready(layer.bias);
-    // Input gradient, rounded to the compute dtype like every activation gradient.
+    // Input gradient dx = dpre·W, rounded to the compute dtype; when x is an activation's output,
+    // that activation's backward is fused in and x gets the gradient of its pre-activation.
     if (!x->requires_grad) return;
     HT_ASSERT(!x->grad.defined());
-    if (dtype == DType::f32) {
-      x->grad = backend.empty(Shape{rows, in}, DType::f32);
-      backend.gemm({GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, x->grad.data_as<float>(), 0.0f});
+    x->grad = backend.empty(Shape{rows, in}, dtype);
+    LinearGemmArgs dx;
+    dx.gemm = {GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, nullptr, 0.0f};
+    dx.out = x->grad.data();
+    if (x->act != Activation::none) {
+      dx.epilogue = Epilogue::cast_act_grad;
+      dx.act = x->act;
+      dx.saved = x->act_saved.data();
+      x->grad_is_preactivation = true;
     } else {
-      const Tensor dx = backend.empty(Shape{rows, in}, DType::f32);
-      backend.gemm({GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, dx.data_as<float>(), 0.0f});
-      x->grad = backend.empty(Shape{rows, in}, dtype);
-      backend.cast({dx.data(), DType::f32, x->grad.data(), dtype, dx.numel()});
+      dx.epilogue = Epilogue::cast;
     }
+    backend.linear_gemm(dx);
   });
   return result;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/tensor.h"
+#include "kernels/bias_act.h"
 
 #include <functional>
 #include <memory>
@@ -16,15 +17,26 @@ namespace ht {
 // A value in the graph: its tensor and, once backward reaches it, the gradient of the loss
 // with respect to it (same shape and dtype). Activations feed exactly one op (the graphs here
 // are chains, like an MLP), so a gradient is written once, never summed.
+//
+// A value that is an activation's output remembers which activation made it and what its
+// derivative needs (`act`, `act_saved`), so the op consuming it can fuse that activation's
+// backward into its own input-gradient GEMM; it then stores the gradient with respect to the
+// pre-activation and says so (`grad_is_preactivation`), and the producer skips that step.
 struct VarNode {
   Tensor value;
   Tensor grad;
   bool requires_grad = false;
+  Activation act = Activation::none;
+  Tensor act_saved;  // relu: the output itself; gelu: the pre-activation
+  bool grad_is_preactivation = false;
 };
 using Var = std::shared_ptr<VarNode>;
 
 inline Var make_var(Tensor value, bool requires_grad = false) {
-  return std::make_shared<VarNode>(VarNode{std::move(value), Tensor(), requires_grad});
+  auto v = std::make_shared<VarNode>();
+  v->value = std::move(value);
+  v->requires_grad = requires_grad;
+  return v;
 }
 
 class Tape {

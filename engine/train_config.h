@@ -36,6 +36,7 @@ struct FaultInjection {
 
 struct TrainConfig {
   DeviceChoice device = DeviceChoice::auto_;
+  GemmImpl gemm = GemmImpl::native;   // the GPU backends' linear-layer GEMM
   Precision precision = Precision::fp16;
 
   std::string data = "fashion-mnist";

@@ -20,6 +20,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
       test_data_(backend, data.test),
       sampler_(data.train.samples, comm.rank(), comm.world_size(), config.seed, config.shuffle) {
   config_.validate();
+  backend.set_gemm_impl(config_.gemm);
   const std::int64_t samples_per_step = config_.batch_size * config_.accum_steps;
   steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
   HT_CHECK(steps_per_epoch_ >= 1,

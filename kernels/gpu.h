@@ -21,6 +21,13 @@
 
 #include "engine/dtype.h"
 
+// Full unrolling, where register arrays must stay in registers (indexed only by constants).
+#if defined(__CUDACC__)
+#define HT_UNROLL _Pragma("unroll")
+#else
+#define HT_UNROLL _Pragma("GCC unroll 64")
+#endif
+
 #include <type_traits>
 #include <utility>
 

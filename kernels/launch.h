@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gpu.h"
 #include "kernels/grad_stats.h"
+#include "kernels/linear_gemm.h"
 #include "kernels/optimizers.h"
 
 namespace ht::gpu::inline HT_GPU_NS {
@@ -18,6 +19,8 @@ void launch_scale(const ScaleArgs& a, const Stream& s);
 void launch_gather_batch(const GatherArgs& a, const Stream& s);
 void launch_sum(const SumArgs& a, const Stream& s);
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
+void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);   // tensor cores, sm_80+
+void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
 void launch_bias_act(const BiasActArgs& a, const Stream& s);
 void launch_act_backward(const ActBackwardArgs& a, const Stream& s);
 void launch_bias_grad(const BiasGradArgs& a, const Stream& s);

@@ -25,6 +25,8 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
+#include <deque>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -111,13 +113,34 @@ const char* collective_name(Collective c) {
     case Collective::any: return "__any_sync";
     case Collective::all: return "__all_sync";
     case Collective::match: return "__match_sync";
+    case Collective::mma_f16: return "mma.sync.m16n8k16.f16";
+    case Collective::mma_bf16: return "mma.sync.m16n8k16.bf16";
+    case Collective::ldmatrix_x1: return "ldmatrix.x1";
+    case Collective::ldmatrix_x2: return "ldmatrix.x2";
+    case Collective::ldmatrix_x4: return "ldmatrix.x4";
+    case Collective::ldmatrix_x1_trans: return "ldmatrix.x1.trans";
+    case Collective::ldmatrix_x2_trans: return "ldmatrix.x2.trans";
+    case Collective::ldmatrix_x4_trans: return "ldmatrix.x4.trans";
   }
   return "?";
+}
+
+struct PendingCopy {
+  void* dst;
+  const void* src;
+  int bytes, src_bytes;
+};
+
+void do_copy(const PendingCopy& c) {
+  std::memcpy(c.dst, c.src, static_cast<std::size_t>(c.src_bytes));
+  std::memset(static_cast<std::byte*>(c.dst) + c.src_bytes, 0, static_cast<std::size_t>(c.bytes - c.src_bytes));
 }
 
 struct Thread {
   uint3 idx{};
   State state = State::not_started;
+  std::vector<PendingCopy> open_group;                 // cp.async issued since the last commit
+  std::deque<std::vector<PendingCopy>> committed;      // oldest first
   ctx::fiber fiber;
   const void* stack_bottom = nullptr;  // for ASan's switch annotations
   std::size_t stack_size = 0;
@@ -131,6 +154,8 @@ struct Warp {
   Collective kind = Collective::syncwarp;
   std::array<std::uint64_t, 32> values{};
   std::array<std::uint64_t, 32> results{};  // the last completed collective's contributions
+  WarpCompute compute = nullptr;            // computing collectives (mma, ldmatrix)
+  std::array<LaneData, 32> lane_in{}, lane_out{};
 };
 
 struct Block {
@@ -245,6 +270,9 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
           b.scheduler = std::move(scheduler);
           try {
             body();
+            for (auto& group : t.committed)  // copies still in flight land, as on a GPU
+              for (const PendingCopy& c : group) do_copy(c);
+            for (const PendingCopy& c : t.open_group) do_copy(c);
           } catch (const Cancelled&) {
           } catch (...) {
             if (!b.error) b.error = std::current_exception();
@@ -474,8 +502,11 @@ void kernel_error(const char* what) {
   fail(fmt::format("SIMT: {} in {} {}", what, b.where(), b.thread_name(b.current_linear)));
 }
 
-const std::uint64_t* warp_collective(Collective kind, unsigned mask, std::uint64_t value) {
-  Block& b = current_block();
+namespace {
+
+// Parks the calling lane in warp collective `kind` until every lane of `mask` has arrived; the
+// last lane to arrive runs `complete` (on the warp's data) and releases the others.
+template <class Complete> void warp_arrive(Block& b, Collective kind, unsigned mask, Complete&& complete) {
   const unsigned lane = b.current_linear % 32;
   Warp& w = b.warps[b.current_linear / 32];
   if (!(mask >> lane & 1u))
@@ -494,10 +525,9 @@ const std::uint64_t* warp_collective(Collective kind, unsigned mask, std::uint64
   for (unsigned l = 0; l < 32; ++l)
     if ((mask >> l & 1u) && b.threads[(b.current_linear / 32) * 32 + l].state == State::done)
       kernel_error(fmt::format("{}: lane {} of the mask has already exited", collective_name(kind), l).c_str());
-  w.values[lane] = value;
   w.arrived |= 1u << lane;
   if (w.arrived == mask) {  // the last lane: complete the collective and release the others
-    w.results = w.values;
+    complete(w);
     w.arrived = 0;
     const unsigned base = (b.current_linear / 32) * 32;
     for (unsigned l = 0; l < 32; ++l)
@@ -505,7 +535,49 @@ const std::uint64_t* warp_collective(Collective kind, unsigned mask, std::uint64
   } else {
     park(b, State::at_warp);
   }
+}
+
+}  // namespace
+
+const std::uint64_t* warp_collective(Collective kind, unsigned mask, std::uint64_t value) {
+  Block& b = current_block();
+  Warp& w = b.warps[b.current_linear / 32];
+  w.values[b.current_linear % 32] = value;
+  warp_arrive(b, kind, mask, [](Warp& warp) { warp.results = warp.values; });
   return w.results.data();
+}
+
+const LaneData& warp_compute(Collective kind, unsigned mask, const void* in, std::size_t bytes, WarpCompute compute) {
+  Block& b = current_block();
+  const unsigned lane = b.current_linear % 32;
+  Warp& w = b.warps[b.current_linear / 32];
+  std::memcpy(w.lane_in[lane].bytes, in, std::min(bytes, kLaneBytes));
+  warp_arrive(b, kind, mask, [mask, compute](Warp& warp) { compute(warp.lane_in.data(), warp.lane_out.data(), mask); });
+  return w.lane_out[lane];
+}
+
+void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
+  Thread& t = *current_block().current;
+  if ((bytes != 4 && bytes != 8 && bytes != 16) || src_bytes < 0 || src_bytes > bytes)
+    kernel_error(fmt::format("cp.async of {} bytes ({} from the source): sizes are 4, 8 or 16", bytes, src_bytes).c_str());
+  if (reinterpret_cast<std::uintptr_t>(dst) % static_cast<unsigned>(bytes) ||
+      (src_bytes > 0 && reinterpret_cast<std::uintptr_t>(src) % static_cast<unsigned>(bytes)))
+    kernel_error(fmt::format("cp.async of {} bytes from {} to {}: both addresses must be {}-byte aligned", bytes, src, dst, bytes).c_str());
+  t.open_group.push_back({dst, src, bytes, src_bytes});
+}
+
+void cp_async_commit() {
+  Thread& t = *current_block().current;
+  t.committed.push_back(std::move(t.open_group));
+  t.open_group.clear();
+}
+
+void cp_async_wait(int newest_groups_left_pending) {
+  Thread& t = *current_block().current;
+  while (static_cast<int>(t.committed.size()) > newest_groups_left_pending) {
+    for (const PendingCopy& c : t.committed.front()) do_copy(c);
+    t.committed.pop_front();
+  }
 }
 
 unsigned shuffle_source(Collective kind, unsigned lane, int arg, int width) {

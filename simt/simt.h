@@ -47,7 +47,31 @@ constexpr int warpSize = 32;
 
 namespace ht::emu {
 
-enum class Collective : int { syncwarp, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, match };
+enum class Collective : int {
+  syncwarp, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, match,
+  // tensor-core data movement and math (kernels/ptx.cuh), one kind per variant
+  mma_f16, mma_bf16, ldmatrix_x1, ldmatrix_x2, ldmatrix_x4, ldmatrix_x1_trans, ldmatrix_x2_trans, ldmatrix_x4_trans,
+};
+
+// Up to 64 bytes per lane, in and out of a computing warp collective.
+constexpr std::size_t kLaneBytes = 64;
+struct alignas(16) LaneData {
+  std::byte bytes[kLaneBytes];
+};
+using WarpCompute = void (*)(const LaneData* in, LaneData* out, unsigned mask);
+
+// Every lane of `mask` contributes `in` (at most 64 bytes); when the last one arrives,
+// `compute` turns all 32 contributions into 32 results; returns the caller's result.
+const LaneData& warp_compute(Collective kind, unsigned mask, const void* in, std::size_t bytes, WarpCompute compute);
+
+// mma.sync.m16n8k16 (f32 accumulators, f16 or bf16 inputs) and ldmatrix (simt/tensor_core.cpp).
+void mma_m16n8k16(bool bf16, float d[4], const std::uint32_t a[4], const std::uint32_t b[2], const float c[4]);
+void ldmatrix(int count, bool trans, std::uint32_t* regs, const void* row_address);
+
+// cp.async: a copy queued by the calling thread, done when a cp_async_wait covers its group.
+void cp_async(void* dst, const void* src, int bytes, int src_bytes);
+void cp_async_commit();
+void cp_async_wait(int newest_groups_left_pending);
 
 // Barriers and warp collectives, implemented by the scheduler (simt/scheduler.cpp).
 void block_barrier();

@@ -38,7 +38,7 @@ struct TrainFlags {
   TrainConfig config;
   std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
   std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
-  std::string comm = "auto", allreduce_dtype = "fp32";
+  std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
   double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
   std::vector<std::int64_t> hidden = {512, 512};
   std::int64_t steps = -1;
@@ -49,6 +49,7 @@ struct TrainFlags {
 TrainConfig to_config(const TrainFlags& f) {
   TrainConfig c = f.config;
   c.device = parse_device(f.device);
+  c.gemm = parse_gemm_impl(f.gemm);
   const std::optional<DType> dt = parse_dtype(f.precision);
   c.precision = *dt == DType::f32 ? Precision::fp32 : (*dt == DType::f16 ? Precision::fp16 : Precision::bf16);
   c.activation = f.activation == "gelu" ? Activation::gelu : Activation::relu;
@@ -130,6 +131,8 @@ Command add_train_command(CLI::App& app) {
   t->add_option("--precision", f.precision, "fp32 | fp16 (with loss scaling) | bf16")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->capture_default_str();
+  t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")
+      ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}))->capture_default_str();
   t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic")->capture_default_str();
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
       ->check(kPositive)->capture_default_str();

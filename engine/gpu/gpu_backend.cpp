@@ -7,6 +7,10 @@
 
 #include <fmt/format.h>
 
+#if !defined(HT_SIMT)
+#include "engine/gpu/cublas_gemm.h"
+#endif
+
 namespace ht::gpu::inline HT_GPU_NS {
 
 namespace {
@@ -58,6 +62,9 @@ class GpuBackend final : public Backend {
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
+#if !defined(HT_SIMT)
+    cublas_.reset();
+#endif
     allocator_.release_cached();
     rt::cudaStreamDestroy(stream_.handle);
   }
@@ -118,6 +125,24 @@ class GpuBackend final : public Backend {
   void gather_batch(const GatherArgs& a) override { launch_gather_batch(a, stream_); }
   void sum(const SumArgs& a) override { launch_sum(a, stream_); }
   void gemm(const GemmArgs& a) override { launch_gemm_tiled(a, stream_); }
+  void set_gemm_impl(GemmImpl impl) override { gemm_impl_ = impl; }
+
+  void linear_gemm(const LinearGemmArgs& a) override {
+    const bool tensor_cores = a.gemm.dtype != DType::f32;  // fp32 stays on CUDA cores (no TF32)
+    if (gemm_impl_ == GemmImpl::native && tensor_cores) {
+      if (a.gemm.M == 0 || a.gemm.N == 0) return;
+      if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
+      else launch_gemm_mma_bf16(a, stream_);
+      return;
+    }
+#if defined(HT_SIMT)
+    HT_CHECK(gemm_impl_ != GemmImpl::cublas && gemm_impl_ != GemmImpl::cublas_unfused,
+             "--gemm cublas needs --device cuda (the emulator runs our kernels only)");
+#else
+    if (gemm_impl_ == GemmImpl::cublas && cublas().fused(a)) return;
+#endif
+    unfused_linear_gemm(a);
+  }
   void bias_act(const BiasActArgs& a) override { launch_bias_act(a, stream_); }
   void act_backward(const ActBackwardArgs& a) override { launch_act_backward(a, stream_); }
   void bias_grad(const BiasGradArgs& a) override { launch_bias_grad(a, stream_); }
@@ -127,12 +152,66 @@ class GpuBackend final : public Backend {
   void update_scaler(const ScalerUpdateArgs& a) override { launch_update_scaler(a, stream_); }
   void sgd_step(const SgdArgs& a) override { launch_sgd_step(a, stream_); }
   void adamw_step(const AdamWArgs& a) override { launch_adamw_step(a, stream_); }
+  // FP32-output GEMM of the unfused path: cuBLAS under --gemm cublas, else the tiled kernel.
+  void plain_gemm(const GemmArgs& g) {
+#if !defined(HT_SIMT)
+    if ((gemm_impl_ == GemmImpl::cublas || gemm_impl_ == GemmImpl::cublas_unfused) && g.dtype != DType::f32) {
+      cublas().gemm_f32(g);
+      return;
+    }
+#endif
+    launch_gemm_tiled(g, stream_);
+  }
+
+#if !defined(HT_SIMT)
+  CublasLtGemm& cublas() {
+    if (!cublas_)
+      cublas_ = std::make_unique<CublasLtGemm>(stream_.handle, [this](std::size_t n) { return allocate(n); },
+                                               [this](void* p) { deallocate(p); });
+    return *cublas_;
+  }
+#endif
+
+  // The GEMM into FP32, then the epilogue's own kernel: the same roundings as the fused
+  // epilogue, in two passes.
+  void unfused_linear_gemm(const LinearGemmArgs& a) {
+    const GemmArgs& g = a.gemm;
+    if (a.epilogue == Epilogue::store_f32) {
+      plain_gemm(g);
+      return;
+    }
+    const std::int64_t n = g.M * g.N;
+    void* acc = allocate(static_cast<std::size_t>(n) * sizeof(float));
+    GemmArgs to_acc = g;
+    to_acc.c = static_cast<float*>(acc);
+    to_acc.beta = 0;
+    plain_gemm(to_acc);
+    switch (a.epilogue) {
+      case Epilogue::bias_act:
+        launch_bias_act({to_acc.c, a.bias, a.pre, a.out, g.dtype, g.M, g.N, a.act}, stream_);
+        break;
+      case Epilogue::cast:
+        launch_cast({acc, DType::f32, a.out, g.dtype, n}, stream_);
+        break;
+      case Epilogue::cast_act_grad:
+        launch_cast({acc, DType::f32, a.out, g.dtype, n}, stream_);
+        launch_act_backward({a.out, a.saved, a.out, g.dtype, n, a.act}, stream_);
+        break;
+      default: break;
+    }
+    deallocate(acc);  // stream order keeps it alive for the kernels above
+  }
+
   std::int32_t grad_stats_blocks(std::int32_t num_chunks) const override {
     return ht::gpu::grad_stats_blocks(num_chunks, stream_);
   }
 
  private:
   CachingAllocator allocator_;
+  GemmImpl gemm_impl_ = GemmImpl::native;
+#if !defined(HT_SIMT)
+  std::unique_ptr<CublasLtGemm> cublas_;  // created on first use of --gemm cublas
+#endif
   cudaDeviceProp props_{};
   Stream stream_;
 };
