@@ -74,8 +74,8 @@ void bench_memory(Harness& h) {
       b.unscale_check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), num_chunks,
                             state.data_as<DeviceStepState>(), partials.data_as<float>(), blocks, flags.data_as<std::int32_t>()});
       b.finalize_grad_stats({partials.data_as<float>(), blocks, flags.data_as<std::int32_t>(), 1, log.data_as<std::int32_t>(),
-                             1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});
-      b.update_scaler({state.data_as<DeviceStepState>(), LossScalerConfig{}, record.data_as<StepRecord>()});
+                             1, 1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});
+      b.update_scaler({state.data_as<DeviceStepState>(), LossScalerConfig{}, record.data_as<StepRecord>(), 1});
     });
     h.add(make("loss scaling: unscale+check+norm, update", {{"elements", n}}, dn * (4 + 4), t));
   }

@@ -30,15 +30,16 @@ LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossSca
   tensor_nonfinite_ = backend.buffer(params.params().size() * sizeof(std::int32_t));
 }
 
-void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_log) {
+void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_ring,
+                         std::int32_t ring_slots) {
   HT_CHECK(stage_ == Stage::ready, "LossScaler: unscale() has already been called since the last update()");
   const std::int32_t blocks = backend_.grad_stats_blocks(num_chunks_);
   auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
   backend_.unscale_check_norm({params_.grads().data_as<float>(), chunks_.data_as<GradChunk>(), num_chunks_, state(),
                                block_norm2_.data_as<float>(), blocks, flags});
   backend_.finalize_grad_stats({block_norm2_.data_as<float>(), blocks, flags,
-                                static_cast<std::int32_t>(params_.params().size()), nonfinite_log, max_grad_norm,
-                                schedule, state()});
+                                static_cast<std::int32_t>(params_.params().size()), nonfinite_ring, ring_slots,
+                                max_grad_norm, schedule, state()});
   stage_ = Stage::unscaled;
 }
 
@@ -49,9 +50,9 @@ void LossScaler::step(Optimizer& optimizer) {
   stage_ = Stage::stepped;
 }
 
-void LossScaler::update(StepRecord* record) {
+void LossScaler::update(StepRecord* records, std::int32_t ring_slots) {
   HT_CHECK(stage_ == Stage::stepped, "LossScaler: update() called before step()");
-  backend_.update_scaler({state(), config_, record});
+  backend_.update_scaler({state(), config_, records, ring_slots});
   stage_ = Stage::ready;
 }
 

@@ -26,12 +26,14 @@ class LossScaler {
   const LossScalerConfig& config() const { return config_; }
   DeviceStepState* state() const { return state_.data_as<DeviceStepState>(); }  // on the device
   const float* scale() const { return &state()->scaler.scale; }                 // on the device
+  float* step_loss() const { return &state()->step_loss; }                      // on the device
   std::int32_t* found_inf() const { return &state()->control.found_inf; }       // on the device
 
-  // nonfinite_log: (num params) int32 on the device, receives this step's per-tensor flags.
-  void unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_log);
+  // The step's per-tensor overflow flags go to row steps_done % ring_slots of nonfinite_ring
+  // ((ring_slots, num params) int32 on the device; may be null).
+  void unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_ring, std::int32_t ring_slots);
   void step(Optimizer& optimizer);     // the optimizer's update, skipped on the device on overflow
-  void update(StepRecord* record);     // record: this step's slot on the device
+  void update(StepRecord* records, std::int32_t ring_slots);  // the step's record: slot steps_done % ring_slots
 
   // Host copy of the device state (synchronises; for checkpoints and tests).
   DeviceStepState read_state() const;

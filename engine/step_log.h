@@ -52,8 +52,10 @@ class StepLog {
  public:
   StepLog(Backend& backend, StepLogConfig config);
 
-  StepRecord* record_slot(std::int64_t step) const;          // on the device
-  std::int32_t* nonfinite_slot(std::int64_t step) const;     // on the device, one flag per parameter
+  // The device rings the step kernels write: step s goes to slot (s - 1) % ring_slots().
+  StepRecord* record_ring() const { return records_.data_as<StepRecord>(); }
+  std::int32_t* nonfinite_ring() const { return flags_.data_as<std::int32_t>(); }  // (slots, params)
+  std::int32_t ring_slots() const { return static_cast<std::int32_t>(ring_); }
   void step_queued(std::int64_t step, std::int64_t epoch);   // the step's kernels are queued
   void drain();                                              // wait for and log every queued step
   void eval(const EvalSummary& e);                           // drains first
@@ -70,6 +72,8 @@ class StepLog {
     std::unique_ptr<Event> copied;
   };
   void enqueue_copy(std::int64_t last_step);
+  StepRecord* record_slot(std::int64_t step) const;
+  std::int32_t* nonfinite_slot(std::int64_t step) const;
   void process(Pending& p);
   void clear_progress();
 

@@ -65,7 +65,10 @@ Trainer::~Trainer() = default;
 
 const Tensor& Trainer::epoch_shard(std::int64_t epoch) {
   if (epoch != shard_epoch_) {
-    shard_ = upload_indices(backend_, sampler_.shard(epoch));
+    const std::vector<std::int32_t> shard = sampler_.shard(epoch);
+    // Same buffer every epoch: the step's kernels (and a captured CUDA graph) keep their pointer.
+    if (shard_.defined()) backend_.upload(shard_.data(), shard.data(), shard.size() * sizeof(std::int32_t));
+    else shard_ = upload_indices(backend_, shard);
     shard_epoch_ = epoch;
   }
   return shard_;
@@ -88,15 +91,14 @@ void Trainer::inject_faults_at(std::int64_t step) const {
 void Trainer::train_step(std::int64_t step) {
   inject_faults_at(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
-  const std::int64_t first_row = ((step - 1) % steps_per_epoch_) * config_.batch_size * config_.accum_steps;
   const auto* shard = epoch_shard(epoch).data_as<std::int32_t>();
-  StepRecord* record = log_->record_slot(step);
-  backend_.zero(record, sizeof(StepRecord));
-  const auto divisor = static_cast<float>(config_.batch_size * config_.accum_steps);
+  const std::int64_t rows_per_step = config_.batch_size * config_.accum_steps;
+  const auto divisor = static_cast<float>(rows_per_step);
 
   for (std::int64_t micro = 0; micro < config_.accum_steps; ++micro) {
-    // data
-    const Batch batch = train_data_.gather(shard + first_row + micro * config_.batch_size, config_.batch_size, dtype_);
+    // data: this step's rows of the shard, located on the device from the step counter
+    const Batch batch = train_data_.gather(shard + micro * config_.batch_size, config_.batch_size, dtype_, scaler_->state(),
+                                           rows_per_step, steps_per_epoch_);
     // forward, recorded on the tape
     Tape tape;
     const bool last_micro_batch = micro + 1 == config_.accum_steps;
@@ -104,7 +106,7 @@ void Trainer::train_step(std::int64_t step) {
     OpContext ctx{backend_, params_, &tape};
     const Var logits = model_->forward(ctx, make_var(batch.x));
     // loss: mean cross-entropy over the step's samples, logit gradient × loss scale fused in
-    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), scaler_->scale(), divisor, &record->loss,
+    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
                                 1.0f / divisor, nullptr});
     // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
     // micro-batch each allreduce bucket goes out as soon as its gradients are final
@@ -115,13 +117,13 @@ void Trainer::train_step(std::int64_t step) {
 
   if (inject_overflow_at(step)) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
   // unscale, check for inf/NaN, global norm, clip coefficient
-  scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_slot(step));
+  scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip
   if (comm_.world_size() > 1) comm_.allreduce(scaler_->found_inf(), 1, CommDType::i32, ReduceOp::max);
   // optimizer: skipped on the device when any gradient was non-finite
   scaler_->step(*optimizer_);
   // scaler update: back off or grow, and write this step's record
-  scaler_->update(record);
+  scaler_->update(log_->record_ring(), log_->ring_slots());
   log_->step_queued(step, epoch + 1);
   steps_done_ = step;
 }

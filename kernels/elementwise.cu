@@ -34,7 +34,8 @@ __global__ void __launch_bounds__(kBlock) gather_batch_kernel(const std::uint8_t
                                                               const std::int32_t* __restrict__ all_labels,
                                                               const std::int32_t* __restrict__ indices, std::int64_t rows,
                                                               std::int64_t features, T* __restrict__ x,
-                                                              std::int32_t* __restrict__ labels) {
+                                                              std::int32_t* __restrict__ labels, GatherArgs a) {
+  indices += gather_offset(a);  // the step's rows, when the loop's cursor says so
   for (std::int64_t i = first_index(); i < rows * features; i += grid_stride()) {
     const std::int64_t r = i / features, f = i % features;
     const std::int64_t sample = indices[r];
@@ -82,7 +83,7 @@ void launch_gather_batch(const GatherArgs& a, const Stream& s) {
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     HT_LAUNCH(gather_batch_kernel<T>, cfg, s, a.images, a.all_labels, a.indices, a.rows, a.features, static_cast<T*>(a.x),
-              a.labels);
+              a.labels, a);
   });
 }
 

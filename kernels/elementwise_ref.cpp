@@ -27,8 +27,9 @@ void gather_batch_ref(const GatherArgs& a) {
   cpu::dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* x = static_cast<T*>(a.x);
+    const std::int32_t* indices = a.indices + gather_offset(a);
     for (std::int64_t r = 0; r < a.rows; ++r) {
-      const std::int64_t sample = a.indices[r];
+      const std::int64_t sample = indices[r];
       const std::uint8_t* pixels = a.images + sample * a.features;
       for (std::int64_t f = 0; f < a.features; ++f)
         x[r * a.features + f] = cpu::store<T>(static_cast<float>(pixels[f]) / 255.0f);

@@ -42,17 +42,18 @@ __global__ void __launch_bounds__(kBlock) finalize_grad_stats_kernel(FinalizeArg
   for (int b = threadIdx.x; b < a.num_blocks; b += kBlock) norm2 += a.block_norm2[b];
   norm2 = block_sum<kBlock>(norm2);
   int found = 0;
+  std::int32_t* log = a.nonfinite_ring ? a.nonfinite_ring + steps_done(*a.state) % a.ring_slots * a.num_tensors : nullptr;
   for (int t = threadIdx.x; t < a.num_tensors; t += kBlock) {
     const std::int32_t flag = a.tensor_nonfinite[t];
     found |= flag;
-    if (a.nonfinite_log) a.nonfinite_log[t] = flag;
+    if (log) log[t] = flag;
     a.tensor_nonfinite[t] = 0;
   }
   found = __syncthreads_or(found);
   if (threadIdx.x == 0) finish_step_control(*a.state, norm2, found, a.max_grad_norm, a.schedule);
 }
 
-__global__ void update_scaler_kernel(ScalerUpdateArgs a) { finish_scaler_update(*a.state, a.config, *a.record); }
+__global__ void update_scaler_kernel(ScalerUpdateArgs a) { finish_scaler_update(*a.state, a.config, a.records, a.ring_slots); }
 
 }  // namespace
 

@@ -35,9 +35,10 @@ void unscale_check_norm_ref(const UnscaleArgs& a);
 struct FinalizeArgs {
   const float* block_norm2 = nullptr;     // (num_blocks)
   std::int32_t num_blocks = 0;
-  std::int32_t* tensor_nonfinite = nullptr;  // (num_tensors) read, copied to nonfinite_log, cleared
+  std::int32_t* tensor_nonfinite = nullptr;  // (num_tensors) read, copied to the ring, cleared
   std::int32_t num_tensors = 0;
-  std::int32_t* nonfinite_log = nullptr;  // (num_tensors) this step's slot of the forensics ring
+  std::int32_t* nonfinite_ring = nullptr; // (ring_slots, num_tensors) per-step flags; the step's
+  std::int32_t ring_slots = 1;            //   row is steps_done % ring_slots; may be null
   float max_grad_norm = 0;                // <= 0: no clipping
   LrSchedule schedule;
   DeviceStepState* state = nullptr;       // writes control
@@ -47,7 +48,8 @@ void finalize_grad_stats_ref(const FinalizeArgs& a);
 struct ScalerUpdateArgs {
   DeviceStepState* state = nullptr;
   LossScalerConfig config;
-  StepRecord* record = nullptr;           // this step's slot (loss already accumulated in it)
+  StepRecord* records = nullptr;          // (ring_slots) the step's slot is steps_done % ring_slots
+  std::int32_t ring_slots = 1;
 };
 void update_scaler_ref(const ScalerUpdateArgs& a);
 
@@ -63,8 +65,11 @@ HT_HD void finish_step_control(DeviceStepState& s, double norm2, std::int32_t fo
   c.t = s.steps_taken + 1;
 }
 
-HT_HD void finish_scaler_update(DeviceStepState& s, const LossScalerConfig& config, StepRecord& r) {
+HT_HD void finish_scaler_update(DeviceStepState& s, const LossScalerConfig& config, StepRecord* records, std::int32_t slots) {
   const bool found_inf = s.control.found_inf != 0;
+  StepRecord& r = records[steps_done(s) % slots];
+  r.loss = s.step_loss;
+  s.step_loss = 0;
   r.loss_scale = s.scaler.scale;
   r.grad_norm = s.control.grad_norm;
   r.lr = s.control.lr;

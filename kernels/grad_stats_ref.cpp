@@ -26,14 +26,15 @@ void finalize_grad_stats_ref(const FinalizeArgs& a) {
   double norm2 = 0;
   for (std::int32_t b = 0; b < a.num_blocks; ++b) norm2 += a.block_norm2[b];
   std::int32_t found_inf = 0;
+  std::int32_t* log = a.nonfinite_ring ? a.nonfinite_ring + steps_done(*a.state) % a.ring_slots * a.num_tensors : nullptr;
   for (std::int32_t t = 0; t < a.num_tensors; ++t) {
     found_inf |= a.tensor_nonfinite[t];
-    if (a.nonfinite_log) a.nonfinite_log[t] = a.tensor_nonfinite[t];
+    if (log) log[t] = a.tensor_nonfinite[t];
     a.tensor_nonfinite[t] = 0;
   }
   finish_step_control(*a.state, norm2, found_inf, a.max_grad_norm, a.schedule);
 }
 
-void update_scaler_ref(const ScalerUpdateArgs& a) { finish_scaler_update(*a.state, a.config, *a.record); }
+void update_scaler_ref(const ScalerUpdateArgs& a) { finish_scaler_update(*a.state, a.config, a.records, a.ring_slots); }
 
 }  // namespace ht

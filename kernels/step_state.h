@@ -50,12 +50,20 @@ struct StepControl {
   std::int64_t t = 1;                 // 1-based index of the update if it is taken (Adam's t)
 };
 
+// Everything that changes from one step to the next lives here, on the device, so a step's
+// kernels take the same arguments every time (and a CUDA graph can replay them): which
+// micro-batch rows to read, which ring slot to log into, the learning rate, all derive from
+// steps_taken + steps_skipped (= the optimizer steps done before this one).
 struct DeviceStepState {
   ScalerState scaler;
   StepControl control;
   std::int64_t steps_taken = 0;       // optimizer updates applied; drives the LR schedule
   std::int64_t steps_skipped = 0;
+  float step_loss = 0;                // this step's mean loss, accumulated by the loss kernels
 };
+
+// Optimizer steps done before the current one (the current step is this + 1).
+HT_HD std::int64_t steps_done(const DeviceStepState& s) { return s.steps_taken + s.steps_skipped; }
 
 // What the host logs for each optimizer step; one slot of a ring on the device.
 struct StepRecord {

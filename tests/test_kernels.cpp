@@ -270,8 +270,8 @@ ScalerStep scaler_step(Backend& b, const std::vector<float>& grads, const std::v
   auto d_log = put_zeros<std::int32_t>(b, static_cast<std::size_t>(std::max(1, tensors)));
   auto d_record = put_zeros<StepRecord>(b, 1);
   b.unscale_check_norm({d_grads.get(), d_chunks.get(), static_cast<int>(chunks.size()), d_state.get(), d_partials.get(), blocks, d_flags.get()});
-  b.finalize_grad_stats({d_partials.get(), blocks, d_flags.get(), tensors, d_log.get(), max_norm, sched, d_state.get()});
-  b.update_scaler({d_state.get(), config, d_record.get()});
+  b.finalize_grad_stats({d_partials.get(), blocks, d_flags.get(), tensors, d_log.get(), 1, max_norm, sched, d_state.get()});
+  b.update_scaler({d_state.get(), config, d_record.get(), 1});
   CHECK(get(b, d_flags) == std::vector<std::int32_t>(static_cast<std::size_t>(std::max(1, tensors)), 0));  // cleared
   return {get(b, d_grads), get(b, d_log), get(b, d_state)[0], get(b, d_record)[0]};
 }

@@ -118,7 +118,7 @@ TEST_CASE("unscale: one pass unscales, finds inf/NaN per tensor at any position,
       g0[static_cast<std::size_t>(pos)] = poison;
       rig.set_grads(0, g0);
       rig.set_grads(1, std::vector<float>(static_cast<std::size_t>(n1), 1024.0f));
-      rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>());
+      rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
       const DeviceStepState s = rig.scaler->read_state();
       CHECK(s.control.found_inf == 1);
       CHECK(rig.flags() == std::vector<std::int32_t>{1, 0});
@@ -129,7 +129,7 @@ TEST_CASE("unscale: one pass unscales, finds inf/NaN per tensor at any position,
   ScalerRig rig(n0, n1, 4);
   rig.set_grads(0, std::vector<float>(static_cast<std::size_t>(n0), 4.0f));  // unscaled: 1
   rig.set_grads(1, std::vector<float>(static_cast<std::size_t>(n1), 8.0f));  // unscaled: 2
-  rig.scaler->unscale(1.0f, LrSchedule{}, rig.log.data_as<std::int32_t>());
+  rig.scaler->unscale(1.0f, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
   const DeviceStepState s = rig.scaler->read_state();
   const double norm = std::sqrt(static_cast<double>(n0) + 4.0 * static_cast<double>(n1));
   CHECK(s.control.found_inf == 0);
@@ -143,7 +143,7 @@ TEST_CASE("unscale on an empty parameter list is clean", "[scaler]") {
   ParamArena arena;
   arena.allocate(*backend, DType::f32);
   LossScaler scaler(*backend, arena, LossScalerConfig{}, true);
-  scaler.unscale(0, LrSchedule{}, nullptr);
+  scaler.unscale(0, LrSchedule{}, nullptr, 1);
   CHECK(scaler.read_state().control.found_inf == 0);
   CHECK(scaler.read_state().control.grad_norm == 0);
 }
@@ -155,13 +155,13 @@ TEST_CASE("the scaler's state machine rejects unscaling or stepping twice, as Py
   auto* log = rig.log.data_as<std::int32_t>();
   auto* record = rig.record.data_as<StepRecord>();
   CHECK_THROWS_WITH(rig.scaler->step(opt), Catch::Contains("unscale() first"));
-  CHECK_THROWS_WITH(rig.scaler->update(record), Catch::Contains("before step()"));
-  rig.scaler->unscale(0, LrSchedule{}, log);
-  CHECK_THROWS_WITH(rig.scaler->unscale(0, LrSchedule{}, log), Catch::Contains("unscale() has already been called"));
+  CHECK_THROWS_WITH(rig.scaler->update(record, 1), Catch::Contains("before step()"));
+  rig.scaler->unscale(0, LrSchedule{}, log, 1);
+  CHECK_THROWS_WITH(rig.scaler->unscale(0, LrSchedule{}, log, 1), Catch::Contains("unscale() has already been called"));
   rig.scaler->step(opt);
   CHECK_THROWS_WITH(rig.scaler->step(opt), Catch::Contains("step() has already been called"));
-  rig.scaler->update(record);
-  rig.scaler->unscale(0, LrSchedule{}, log);  // a new step may begin
+  rig.scaler->update(record, 1);
+  rig.scaler->unscale(0, LrSchedule{}, log, 1);  // a new step may begin
 }
 
 TEST_CASE("update writes the step record: the scale backward used, the norm, the skip", "[scaler]") {
@@ -169,9 +169,9 @@ TEST_CASE("update writes the step record: the scale backward used, the norm, the
   OptimizerConfig oc;
   Optimizer opt(*rig.backend, rig.arena, oc);
   rig.set_grads(1, {1.0f, INFINITY, 0.0f});
-  rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>());
+  rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
   rig.scaler->step(opt);
-  rig.scaler->update(rig.record.data_as<StepRecord>());
+  rig.scaler->update(rig.record.data_as<StepRecord>(), 1);
   const StepRecord r = download<StepRecord>(*rig.backend, rig.record)[0];
   CHECK(r.skipped == 1);
   CHECK(r.loss_scale == 256);

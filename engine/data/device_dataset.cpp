@@ -10,12 +10,17 @@ DeviceDataset::DeviceDataset(Backend& backend, const Dataset& data)
 }
 
 Batch DeviceDataset::gather(const std::int32_t* indices, std::int64_t rows, DType dtype) const {
+  return gather(indices, rows, dtype, nullptr, 0, 1);
+}
+
+Batch DeviceDataset::gather(const std::int32_t* indices, std::int64_t rows, DType dtype, const DeviceStepState* cursor,
+                            std::int64_t rows_per_step, std::int64_t steps_per_epoch) const {
   Batch b;
   b.rows = rows;
   b.x = backend_.empty(Shape{rows, features_}, dtype);
   b.labels = backend_.buffer(static_cast<std::size_t>(rows) * sizeof(std::int32_t));
   backend_.gather_batch({images_.data_as<std::uint8_t>(), labels_.data_as<std::int32_t>(), indices, rows, features_,
-                         b.x.data(), dtype, b.labels.data_as<std::int32_t>()});
+                         b.x.data(), dtype, b.labels.data_as<std::int32_t>(), cursor, rows_per_step, steps_per_epoch});
   return b;
 }
 

@@ -18,6 +18,10 @@ class DeviceDataset {
   DeviceDataset(Backend& backend, const Dataset& data);
   // indices: (rows) int32 on the device.
   Batch gather(const std::int32_t* indices, std::int64_t rows, DType dtype) const;
+  // The training loop's micro-batch: indices advanced on the device by the step cursor (see
+  // GatherArgs), so the call is the same every step.
+  Batch gather(const std::int32_t* indices, std::int64_t rows, DType dtype, const DeviceStepState* cursor,
+               std::int64_t rows_per_step, std::int64_t steps_per_epoch) const;
   std::int64_t samples() const { return samples_; }
   std::int64_t features() const { return features_; }
 
