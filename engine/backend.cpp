@@ -17,6 +17,12 @@ Tensor Backend::zeros(Shape shape, DType dtype) {
   return t;
 }
 
+void Backend::begin_capture() {
+  fail(fmt::format("--cuda-graph needs a GPU backend (--device cuda or simt), not {}", device_name(device())));
+}
+
+std::unique_ptr<Graph> Backend::end_capture() { fail("end_capture without begin_capture"); }
+
 Backend::PinnedPtr Backend::pinned(std::size_t bytes) {
   return PinnedPtr(allocate_pinned(bytes), [this](void* p) { free_pinned(p); });
 }

@@ -34,6 +34,13 @@ class Event {
   virtual float elapsed_ms_since(Event& start) = 0;
 };
 
+// A captured stream of work (a CUDA graph), replayed with the arguments it was captured with.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -62,6 +69,11 @@ class Backend {
   virtual void synchronize() = 0;
   virtual void* native_stream() { return nullptr; }  // cudaStream_t of the cuda backend
   virtual std::size_t last_level_cache_bytes() const { return 0; }  // a GPU's L2; benchmarks flush it
+
+  // CUDA graphs: between begin_capture and end_capture the queued work is recorded, not run.
+  // Memory freed while capturing stays reserved for the graph until the graph is destroyed.
+  virtual void begin_capture();
+  virtual std::unique_ptr<Graph> end_capture();
 
   // Kernels ------------------------------------------------------------------------------
   virtual void cast(const CastArgs& a) = 0;

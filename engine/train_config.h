@@ -67,6 +67,7 @@ struct TrainConfig {
   std::vector<OverflowInjection> inject_overflow;
   std::vector<FaultInjection> inject_faults;
   bool progress_bar = true;           // drawn only when stdout is a terminal
+  bool cuda_graph = false;            // capture one step as a CUDA graph and replay it
 
   // Data parallelism (used when the world has more than one rank).
   std::int64_t bucket_bytes = 25 << 20;

@@ -20,6 +20,10 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
       test_data_(backend, data.test),
       sampler_(data.train.samples, comm.rank(), comm.world_size(), config.seed, config.shuffle) {
   config_.validate();
+  HT_CHECK(!config_.cuda_graph || backend.device() != Device::cpu,
+           "--cuda-graph needs a GPU backend (--device cuda or simt), not cpu");
+  HT_CHECK(!config_.cuda_graph || comm.world_size() == 1 || comm.name() == "nccl",
+           "--cuda-graph with data parallelism needs NCCL (--device cuda): MPI collectives run on the host");
   backend.set_gemm_impl(config_.gemm);
   const std::int64_t samples_per_step = config_.batch_size * config_.accum_steps;
   steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
@@ -91,7 +95,24 @@ void Trainer::inject_faults_at(std::int64_t step) const {
 void Trainer::train_step(std::int64_t step) {
   inject_faults_at(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
-  const auto* shard = epoch_shard(epoch).data_as<std::int32_t>();
+  epoch_shard(epoch);  // the host's part of the step: a new epoch's sample order, once per epoch
+  const bool inject = inject_overflow_at(step);
+  if (config_.cuda_graph && !inject && step > kGraphWarmupSteps) {
+    if (!graph_) {  // capture once (the warm-up steps filled the allocator's cache), then replay
+      backend_.begin_capture();
+      queue_step(false);
+      graph_ = backend_.end_capture();
+    }
+    graph_->replay();
+  } else {
+    queue_step(inject);
+  }
+  log_->step_queued(step, epoch + 1);
+  steps_done_ = step;
+}
+
+void Trainer::queue_step(bool inject_overflow) {
+  const auto* shard = shard_.data_as<std::int32_t>();
   const std::int64_t rows_per_step = config_.batch_size * config_.accum_steps;
   const auto divisor = static_cast<float>(rows_per_step);
 
@@ -115,7 +136,7 @@ void Trainer::train_step(std::int64_t step) {
   // allreduce: wait for every bucket (gradients are now averaged over the ranks)
   if (reducer_) reducer_->finish();
 
-  if (inject_overflow_at(step)) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
+  if (inject_overflow) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
   // unscale, check for inf/NaN, global norm, clip coefficient
   scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip
@@ -124,8 +145,6 @@ void Trainer::train_step(std::int64_t step) {
   scaler_->step(*optimizer_);
   // scaler update: back off or grow, and write this step's record
   scaler_->update(log_->record_ring(), log_->ring_slots());
-  log_->step_queued(step, epoch + 1);
-  steps_done_ = step;
 }
 
 EvalResult Trainer::evaluate() {

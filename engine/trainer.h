@@ -43,6 +43,7 @@ class Trainer {
 
   TrainSummary run();
   void train_step(std::int64_t step);  // one optimizer step: accum_steps micro-batches
+  static constexpr std::int64_t kGraphWarmupSteps = 2;  // eager steps before --cuda-graph captures
   EvalResult evaluate();
 
   CheckpointState snapshot() const;   // everything a resume needs, on the host (synchronises)
@@ -58,6 +59,7 @@ class Trainer {
  private:
   const Tensor& epoch_shard(std::int64_t epoch);  // this rank's indices for the epoch, on the device
   bool inject_overflow_at(std::int64_t step) const;
+  void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void inject_faults_at(std::int64_t step) const;
 
   TrainConfig config_;
@@ -69,6 +71,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Reducer> reducer_;  // data parallelism; null in a world of one
+  std::unique_ptr<Graph> graph_;      // --cuda-graph: the captured step
   DeviceDataset train_data_, test_data_;
   DistributedSampler sampler_;
   std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;

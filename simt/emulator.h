@@ -15,6 +15,13 @@ namespace ht::emu {
 void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
             const std::function<void()>& thread_body);
 
+// CUDA graph capture, emulated (simt/runtime.cpp): while a capture is open, kernel launches and
+// asynchronous copies are recorded - with their arguments as they are at capture time - instead
+// of run, and a replay runs the recording; a synchronisation inside a capture invalidates it,
+// as on a GPU. This is what lets CI check that a training step is capture-safe.
+bool capturing();
+void record_operation(std::function<void()> op);
+
 // CPU threads blocks are spread over: HALFTAPE_SIMT_THREADS, else the hardware's.
 int worker_count();
 

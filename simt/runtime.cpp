@@ -4,6 +4,9 @@
 #include "simt/emulator.h"
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -29,6 +32,28 @@ Emulated& emulated() {
 struct EventState {
   std::chrono::steady_clock::time_point time;
 };
+
+// The open capture, if any: what the stream was asked to do, in order.
+struct Capture {
+  std::vector<std::function<void()>> operations;
+  bool invalidated = false;
+  const char* invalidated_by = "";
+};
+std::mutex g_capture_mutex;
+std::unique_ptr<Capture> g_capture;
+
+struct Graph {
+  std::vector<std::function<void()>> operations;
+};
+
+// A synchronising call while capturing: an error, and the capture cannot be completed.
+bool refuse_during_capture(const char* call) {
+  std::lock_guard lock(g_capture_mutex);
+  if (!g_capture) return false;
+  g_capture->invalidated = true;
+  g_capture->invalidated_by = call;
+  return true;
+}
 
 // Is [p, p + bytes) inside one live device allocation?
 bool is_device_range(const void* p, std::size_t bytes) {
@@ -122,21 +147,41 @@ cudaError_t cudaFreeHost(void* ptr) {
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (refuse_during_capture("cudaMemcpy")) return cudaErrorStreamCaptureUnsupported;
   check_copy("cudaMemcpy", dst, src, bytes, kind);
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
   check_copy("cudaMemcpyAsync", dst, src, bytes, kind);
+  if (capturing()) {
+    if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost) {
+      // Legal on a GPU only with pinned host memory that outlives the graph; the engine never
+      // needs it inside a step, so the emulator refuses it rather than guess.
+      refuse_during_capture("cudaMemcpyAsync to or from the host");
+      return cudaErrorStreamCaptureUnsupported;
+    }
+    record_operation([dst, src, bytes] { if (bytes) std::memmove(dst, src, bytes); });
+    return cudaSuccess;
+  }
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
+  if (refuse_during_capture("cudaMemset")) return cudaErrorStreamCaptureUnsupported;
   check_device("cudaMemset", "destination", dst, bytes);
   if (bytes) std::memset(dst, value, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) { return emu::cudaMemset(dst, value, bytes); }
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) {
+  check_device("cudaMemsetAsync", "destination", dst, bytes);
+  if (capturing()) {
+    record_operation([dst, value, bytes] { if (bytes) std::memset(dst, value, bytes); });
+    return cudaSuccess;
+  }
+  if (bytes) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
 
 // Streams are tokens: all work is done when its call returns.
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
@@ -148,7 +193,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete reinterpret_cast<char*>(stream);
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return refuse_during_capture("cudaStreamSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -157,11 +204,20 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return emu::cudaEventCreate(event); }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  reinterpret_cast<EventState*>(event)->time = std::chrono::steady_clock::now();
+  auto* e = reinterpret_cast<EventState*>(event);
+  if (capturing()) {
+    record_operation([e] { e->time = std::chrono::steady_clock::now(); });
+    return cudaSuccess;
+  }
+  e->time = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return refuse_during_capture("cudaEventSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t) {
+  return refuse_during_capture("cudaEventQuery") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<EventState*>(end)->time -
                                                  reinterpret_cast<EventState*>(start)->time)
@@ -172,11 +228,66 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete reinterpret_cast<EventState*>(event);
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  return refuse_during_capture("cudaDeviceSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  std::lock_guard lock(g_capture_mutex);
+  if (g_capture) return cudaErrorIllegalState;
+  g_capture = std::make_unique<Capture>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* graph) {
+  std::lock_guard lock(g_capture_mutex);
+  if (!g_capture) return cudaErrorIllegalState;
+  std::unique_ptr<Capture> c = std::move(g_capture);
+  *graph = nullptr;
+  if (c->invalidated) return cudaErrorStreamCaptureInvalidated;
+  *graph = reinterpret_cast<cudaGraph_t>(new Graph{std::move(c->operations)});
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status) {
+  std::lock_guard lock(g_capture_mutex);
+  *status = !g_capture ? cudaStreamCaptureStatusNone
+                       : (g_capture->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph) return cudaErrorInvalidValue;
+  *exec = reinterpret_cast<cudaGraphExec_t>(new Graph(*reinterpret_cast<Graph*>(graph)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+  if (refuse_during_capture("cudaGraphLaunch")) return cudaErrorStreamCaptureUnsupported;
+  for (const auto& op : reinterpret_cast<Graph*>(exec)->operations) op();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete reinterpret_cast<Graph*>(exec);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete reinterpret_cast<Graph*>(graph);
+  return cudaSuccess;
+}
 cudaError_t cudaGetLastError() { return cudaSuccess; }
+
+bool capturing() {
+  std::lock_guard lock(g_capture_mutex);
+  return g_capture != nullptr;
+}
+
+void record_operation(std::function<void()> op) {
+  std::lock_guard lock(g_capture_mutex);
+  if (g_capture) g_capture->operations.push_back(std::move(op));
+}
 
 const char* cudaGetErrorString(cudaError_t error) {
   switch (error) {
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";

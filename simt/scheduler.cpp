@@ -421,6 +421,12 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_share
   HT_CHECK(dynamic_shared_bytes <= 227 * 1024, "SIMT: kernel {} asks for {} bytes of dynamic shared memory (at most 227 KiB)",
            kernel, dynamic_shared_bytes);
   if (blocks == 0) fail(fmt::format("SIMT: kernel {} launched with an empty grid ({},{},{})", kernel, grid.x, grid.y, grid.z));
+  if (capturing()) {  // a CUDA graph is being captured: record the launch, arguments and all
+    record_operation([kernel, grid, block, dynamic_shared_bytes, thread_body] {
+      launch(kernel, grid, block, dynamic_shared_bytes, thread_body);
+    });
+    return;
+  }
 
   std::lock_guard launch_lock(g_launch_mutex);
   const Schedule order = schedule();

@@ -4,6 +4,8 @@
 #include "tests/helpers.h"
 #include "tests/train_helpers.h"
 
+#include <bit>
+
 using namespace ht;
 using namespace ht::test;
 
@@ -76,4 +78,35 @@ TEST_CASE("device training: bf16 follows the CPU reference", "[device-training]"
     for (std::size_t i = 0; i < cpu.summary.steps.size(); ++i)
       CHECK(gpu.summary.steps[i].record.loss == Approx(cpu.summary.steps[i].record.loss).epsilon(tolerance));
   }
+}
+
+TEST_CASE("device training: --cuda-graph replays the captured step with exactly the eager results", "[device-training][graph]") {
+  TrainConfig c = device_config(Precision::fp16);
+  c.synthetic.train_samples = 160;  // 5 steps per epoch: the replays cross epochs and evaluations
+  c.steps = 16;
+  c.scaler.init_scale = 16777216.0f;
+  c.inject_overflow = parse_overflow_injections("11");  // an eager step between replays
+  for (DeviceChoice d : gpu_devices()) {
+    const TrainRun eager = train_in_process(c, d);
+    TrainConfig graphed = c;
+    graphed.cuda_graph = true;
+    const TrainRun replayed = train_in_process(graphed, d);
+    REQUIRE(replayed.summary.steps.size() == eager.summary.steps.size());
+    for (std::size_t i = 0; i < eager.summary.steps.size(); ++i) {
+      const StepRecord &a = eager.summary.steps[i].record, &b = replayed.summary.steps[i].record;
+      INFO("step " << i + 1);
+      CHECK(b.loss == a.loss);
+      CHECK(b.loss_scale == a.loss_scale);
+      CHECK(b.skipped == a.skipped);
+      CHECK(std::bit_cast<std::uint32_t>(b.grad_norm) == std::bit_cast<std::uint32_t>(a.grad_norm));  // NaN on skips
+    }
+    CHECK(replayed.master == eager.master);
+    CHECK(eager.summary.skipped_steps >= 2);
+  }
+}
+
+TEST_CASE("device training: --cuda-graph on the CPU backend is refused", "[device-training][graph]") {
+  TrainConfig c = small_config();
+  c.cuda_graph = true;
+  CHECK_THROWS_WITH(train_in_process(c, DeviceChoice::cpu), Catch::Contains("--cuda-graph needs a GPU backend"));
 }

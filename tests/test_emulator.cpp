@@ -119,3 +119,27 @@ TEST_CASE("emulator runtime: copies are checked against device allocations", "[e
   emu::cudaFree(dev);
   CHECK(emu::cudaFree(dev) == cudaErrorInvalidValue);  // double free is reported
 }
+
+TEST_CASE("emulator: a CUDA graph records launches with their arguments; a sync inside a capture is refused", "[emulator]") {
+  float* data = device_alloc<float>(64);
+  cudaStream_t stream = nullptr;
+  REQUIRE(emu::cudaStreamCreate(&stream) == cudaSuccess);
+  REQUIRE(emu::cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+  sim::run_early_return(data, 64);  // recorded, not run: data[i] = (data[i] + 1) * 2
+  CHECK(data[0] == 0.0f);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(emu::cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(emu::cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(emu::cudaGraphLaunch(exec, stream) == cudaSuccess);
+  REQUIRE(emu::cudaGraphLaunch(exec, stream) == cudaSuccess);
+  CHECK(data[5] == 6.0f);  // ((0 + 1) * 2 + 1) * 2
+  emu::cudaGraphExecDestroy(exec);
+  emu::cudaGraphDestroy(graph);
+
+  REQUIRE(emu::cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+  CHECK(emu::cudaStreamSynchronize(stream) == cudaErrorStreamCaptureUnsupported);
+  CHECK(emu::cudaStreamEndCapture(stream, &graph) == cudaErrorStreamCaptureInvalidated);
+  emu::cudaStreamDestroy(stream);
+  emu::cudaFree(data);
+}

@@ -179,6 +179,7 @@ Command add_train_command(CLI::App& app) {
   t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kNonNegative);
   t->add_option("--keep", c.keep, "checkpoints to keep under --save (0: all)")->check(kNonNegative)->capture_default_str();
   t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
+  t->add_flag("--cuda-graph", c.cuda_graph, "capture one training step as a CUDA graph and replay it (cuda, simt)");
   t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
   t->add_option("--comm", f.comm, "data-parallel transport: auto (nccl on cuda, else mpi) | mpi | nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}))->capture_default_str();

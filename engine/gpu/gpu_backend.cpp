@@ -7,6 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 #if !defined(HT_SIMT)
 #include "engine/gpu/cublas_gemm.h"
 #endif
@@ -44,6 +48,24 @@ class GpuEvent final : public Event {
 
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+class GpuGraph final : public Graph {
+ public:
+  GpuGraph(cudaGraphExec_t exec, cudaStream_t stream, std::vector<void*> owned, std::function<void(void*)> free)
+      : exec_(exec), stream_(stream), owned_(std::move(owned)), free_(std::move(free)) {}
+  ~GpuGraph() override {
+    rt::cudaStreamSynchronize(stream_);
+    rt::cudaGraphExecDestroy(exec_);
+    for (void* p : owned_) free_(p);
+  }
+  void replay() override { HT_CUDA_CHECK(rt::cudaGraphLaunch(exec_, stream_)); }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+  std::vector<void*> owned_;  // memory the captured work uses; reused by nothing else
+  std::function<void(void*)> free_;
 };
 
 class GpuBackend final : public Backend {
@@ -85,8 +107,34 @@ class GpuBackend final : public Backend {
     return p;
   }
   void deallocate(void* ptr) override {
+    if (capturing_) {  // the graph will use this memory at every replay: keep it for the graph
+      graph_owned_.push_back(ptr);
+      return;
+    }
+    release(ptr);
+  }
+  void release(void* ptr) {
     if constexpr (kDevice == Device::cuda) allocator_.deallocate(ptr);
     else rt::cudaFree(ptr);
+  }
+
+  void begin_capture() override {
+    HT_CHECK(!capturing_, "begin_capture: a capture is already open");
+    // Relaxed: the caching allocator may still reach cudaMalloc (a block the warm-up missed).
+    HT_CUDA_CHECK(rt::cudaStreamBeginCapture(stream_.handle, cudaStreamCaptureModeRelaxed));
+    capturing_ = true;
+  }
+  std::unique_ptr<Graph> end_capture() override {
+    HT_CHECK(capturing_, "end_capture without begin_capture");
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t e = rt::cudaStreamEndCapture(stream_.handle, &graph);
+    HT_CHECK(e == cudaSuccess, "--cuda-graph: capturing the training step failed ({}): something in the step waited for "
+                               "the host or copied host memory", rt::cudaGetErrorString(e));
+    cudaGraphExec_t exec = nullptr;
+    HT_CUDA_CHECK(rt::cudaGraphInstantiate(&exec, graph, 0));
+    HT_CUDA_CHECK(rt::cudaGraphDestroy(graph));
+    return std::make_unique<GpuGraph>(exec, stream_.handle, std::exchange(graph_owned_, {}), [this](void* p) { release(p); });
   }
   AllocatorStats memory_stats() const override { return allocator_.stats(); }
   void* allocate_pinned(std::size_t bytes) override {
@@ -209,6 +257,8 @@ class GpuBackend final : public Backend {
  private:
   CachingAllocator allocator_;
   GemmImpl gemm_impl_ = GemmImpl::native;
+  bool capturing_ = false;
+  std::vector<void*> graph_owned_;
 #if !defined(HT_SIMT)
   std::unique_ptr<CublasLtGemm> cublas_;  // created on first use of --gemm cublas
 #endif
