@@ -19,8 +19,15 @@ CommChoice parse_comm(std::string_view name) {
 
 std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorld* world, Backend& backend,
                                                 double timeout_seconds) {
-  if (!world) return make_single_process_communicator();
   const bool on_gpu = backend.device() == Device::cuda;
+#if HALFTAPE_HAVE_CUDA
+  // One process asking for NCCL explicitly gets a one-rank NCCL communicator (a check of the path).
+  if (!world && choice == CommChoice::nccl) {
+    HT_CHECK(on_gpu, "--comm nccl moves GPU memory: it needs --device cuda");
+    return make_nccl_communicator(nullptr, backend, timeout_seconds);
+  }
+#endif
+  if (!world) return make_single_process_communicator();
   if (choice == CommChoice::auto_) choice = on_gpu ? CommChoice::nccl : CommChoice::mpi;
   if (choice == CommChoice::mpi) {
     HT_CHECK(!on_gpu, "--comm mpi moves host memory: use it with --device cpu or simt, or --comm nccl with --device cuda");
@@ -28,7 +35,7 @@ std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorl
   }
 #if HALFTAPE_HAVE_CUDA
   HT_CHECK(on_gpu, "--comm nccl moves GPU memory: it needs --device cuda");
-  return make_nccl_communicator(*world, backend, timeout_seconds);
+  return make_nccl_communicator(world, backend, timeout_seconds);
 #else
   fail("--comm nccl: this build has no CUDA backend (built without nvcc)");
 #endif

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -67,7 +68,9 @@ class NcclRequest final : public CommRequest {
     HT_CUDA_RT_CHECK(cudaEventDestroy(done_));
     done_ = nullptr;
   }
-  bool test() override { return !done_ || cudaEventQuery(done_) == cudaSuccess; }
+  // NCCL makes progress by itself; and querying an event while a graph is being captured is an
+  // error. So this never looks.
+  bool test() override { return !done_; }
 
  private:
   cudaStream_t compute_;
@@ -76,16 +79,21 @@ class NcclRequest final : public CommRequest {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const MpiWorld& world, Backend& backend, double timeout)
-      : world_(world), compute_(static_cast<cudaStream_t>(backend.native_stream())), timeout_(timeout) {
+  NcclCommunicator(const MpiWorld* world, Backend& backend, double timeout)
+      : world_(world),
+        rank_(world ? world->rank() : 0),
+        size_(world ? world->size() : 1),
+        local_rank_(world ? world->local_rank() : 0),
+        compute_(static_cast<cudaStream_t>(backend.native_stream())),
+        timeout_(timeout) {
     HT_CHECK(backend.device() == Device::cuda && compute_, "--comm nccl needs --device cuda");
     HT_CHECK(timeout > 0, "--comm-timeout must be positive");
     ncclUniqueId id{};
-    if (world.rank() == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
-    HT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
+    if (rank_ == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
+    if (world_) HT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
-    HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, world.size(), id, world.rank(), &config));
+    HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
     HT_CUDA_RT_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
     watchdog_ = std::thread([this] { watch(); });
   }
@@ -104,9 +112,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   std::string name() const override { return "nccl"; }
-  int rank() const override { return world_.rank(); }
-  int world_size() const override { return world_.size(); }
-  int local_rank() const override { return world_.local_rank(); }
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
 
   void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_traffic(count, type);
@@ -135,7 +143,7 @@ class NcclCommunicator final : public Communicator {
 
   void barrier() override {
     HT_CUDA_RT_CHECK(cudaStreamSynchronize(compute_));
-    HT_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (world_) HT_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   }
 
  private:
@@ -144,8 +152,12 @@ class NcclCommunicator final : public Communicator {
     stats_.allreduce_bytes += count * static_cast<std::int64_t>(comm_dtype_size(type));
   }
 
-  // Hands a collective to the watchdog: it must complete within the timeout.
+  // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
+  // graph is being captured: there is nothing running to watch, only a recording.)
   void track(cudaStream_t stream, std::string what) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    HT_CUDA_RT_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;
     cudaEvent_t e = nullptr;
     HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     HT_CUDA_RT_CHECK(cudaEventRecord(e, stream));
@@ -177,7 +189,8 @@ class NcclCommunicator final : public Communicator {
         std::fprintf(stderr, "halftape: error: rank %d of %d: %s\n", rank(), world_size(), problem.c_str());
         std::fflush(stderr);
         ncclCommAbort(comm_);
-        MpiWorld::abort(1);
+        if (world_) MpiWorld::abort(1);
+        std::_Exit(1);
       }
     }
   }
@@ -188,7 +201,8 @@ class NcclCommunicator final : public Communicator {
     std::string what;
   };
 
-  const MpiWorld& world_;
+  const MpiWorld* world_;
+  int rank_, size_, local_rank_;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   double timeout_;
@@ -201,7 +215,7 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld& world, Backend& backend, double timeout_seconds) {
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld* world, Backend& backend, double timeout_seconds) {
   return std::make_unique<NcclCommunicator>(world, backend, timeout_seconds);
 }
 

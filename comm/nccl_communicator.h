@@ -12,6 +12,7 @@
 namespace ht {
 
 class Backend;
-std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld& world, Backend& backend, double timeout_seconds);
+// world == nullptr: a communicator of one rank, without MPI (for checking the NCCL path on one GPU).
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld* world, Backend& backend, double timeout_seconds);
 
 }  // namespace ht

@@ -45,6 +45,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
     // Every rank starts from rank 0's weights, whatever its own initialisation produced.
     comm.broadcast(params_.master().data(), params_.master().bytes(), 0);
     params_.refresh_working_copy(backend);
+  }
+  if (comm.world_size() > 1 || comm.name() == "nccl") {  // (NCCL on one rank: a check of the path)
     reducer_ = std::make_unique<Reducer>(backend, comm, params_,
                                          ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype});
   }

@@ -41,17 +41,40 @@ def markdown(runs):
         lines.append(f"Ceilings measured in this run: copy {fmt(c['copy_gbps'], '.1f')} GB/s, "
                      f"cuBLAS fp16 GEMM {fmt(c['gemm_fp16_tflops'], '.1f')} TFLOP/s. "
                      f"Median of {data['repeats']} repeats (p10-p90 spread).\n")
-        lines.append("| benchmark | params | median ms | p10-p90 ms | GB/s | TFLOP/s | of ceiling |")
-        lines.append("|---|---|---:|---:|---:|---:|---:|")
+        lines.append("| benchmark | params | median ms | p10-p90 ms | GB/s | TFLOP/s | of ceiling | notes |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|---|")
         for r in data["results"]:
             frac = r["fraction_of_gemm"] if r["fraction_of_gemm"] is not None else r["fraction_of_copy"]
             params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+            notes = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["extra"].items())
             lines.append(f"| {r['name']} | {params} | {r['median_ms']:.4f} | {r['p10_ms']:.4f}-{r['p90_ms']:.4f} | "
                          f"{fmt(r['gbps'], '.1f')} | {fmt(r['tflops'], '.2f')} | "
-                         f"{'-' if frac is None else f'{100 * frac:.0f}%'} |")
-            for k, v in r["extra"].items():
-                lines.append(f"| &nbsp;&nbsp;{k} | | | | | | {v} |")
+                         f"{'-' if frac is None else f'{100 * frac:.0f}%'} | {notes} |")
         lines.append("")
+    return "\n".join(lines)
+
+
+def versus_pytorch(runs, baselines):
+    """halftape's train-step results beside PyTorch's (scripts/pytorch_baseline.py), by name."""
+    lines = ["### halftape vs PyTorch AMP: one training step\n",
+             "Same MLP, batch, AdamW, precision; PyTorch with torch.amp autocast + GradScaler. "
+             "Median step time; the ratio is PyTorch's time over halftape's (> 1: halftape faster).\n",
+             "| step | halftape ms | PyTorch eager ms | ratio | torch.compile ms | ratio |",
+             "|---|---:|---:|---:|---:|---:|"]
+    torch_by = {}
+    for b in baselines:
+        for r in b["results"]:
+            torch_by[(r["name"], r["variant"])] = r["median_ms"]
+    for data in runs:
+        for r in data["results"]:
+            if r["group"] != "train":
+                continue
+            eager, compiled = torch_by.get((r["name"], "eager")), torch_by.get((r["name"], "compile"))
+            ours = r["median_ms"]
+            lines.append(f"| {r['name']} | {ours:.4f} | {fmt(eager, '.4f')} | "
+                         f"{'-' if eager is None else f'{eager / ours:.2f}'} | {fmt(compiled, '.4f')} | "
+                         f"{'-' if compiled is None else f'{compiled / ours:.2f}'} |")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -90,8 +113,12 @@ def main():
     if args.validate:
         validate(args.files)
         return
-    runs = [json.loads(pathlib.Path(p).read_text()) for p in args.files]
+    loaded = [json.loads(pathlib.Path(p).read_text()) for p in args.files]
+    runs = [d for d in loaded if d.get("framework") != "pytorch"]
+    baselines = [d for d in loaded if d.get("framework") == "pytorch"]
     text = markdown(runs)
+    if baselines:
+        text += "\n" + versus_pytorch(runs, baselines)
     if args.markdown:
         pathlib.Path(args.markdown).write_text(text)
     else:
