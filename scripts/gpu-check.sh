@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The GPU check, in one call on a machine with an NVIDIA GPU (within 8 minutes):
+#   1. binaries: unpacked from .gpu-bundle/bundle.tar.gz (scripts/gpu-bundle.sh, made on a
+#      machine without a GPU), or built here (Release, sm_90) when the Debian dependencies are;
+#   2. the facts: GPU, driver, CUDA, and that every library resolves;
+#   3. the test suite on --device cuda (kernels, GEMM, training vs the CPU reference, CUDA
+#      graphs), and short training runs through every GEMM path, --cuda-graph and NCCL;
+#   4. every benchmark (halftape bench all) and PyTorch AMP's baseline on the same steps;
+#   5. the report: gpu-report.md, bench.json, pytorch.json, log.txt and plots in $OUT (or
+#      ./gpu-report), ready to be committed as docs/benchmarks.md with the date and commit.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+out=${OUT:-$repo/gpu-report}
+mkdir -p "$out"
+log=$out/log.txt
+: >"$log"
+started=$SECONDS
+say() { echo "$@" | tee -a "$log"; }
+step() { say; say "== $* ($((SECONDS - started)) s)"; }
+failures=()
+run() {  # NAME TIMEOUT COMMAND...: run, log, remember failures, never stop the script
+  local name=$1 limit=$2
+  shift 2
+  say "\$ $*"
+  if timeout "$limit" "$@" >>"$log" 2>&1; then say "ok   $name"; else say "FAIL $name (exit $?)"; failures+=("$name"); fi
+}
+
+step "binaries"
+if [[ -f .gpu-bundle/bundle.tar.gz ]]; then
+  root=$(mktemp -d)
+  tar xzf .gpu-bundle/bundle.tar.gz -C "$root"
+  root=$root/halftape
+  bin=$root/bin/halftape tests=$root/bin/halftape_tests scripts=$root/scripts
+  commit=$(cat "$root/COMMIT")
+  # The CUDA libraries of this machine: its toolkit, and the nvidia-* Python packages PyTorch uses.
+  cuda_libs=$(python3 - <<'PY' 2>/dev/null
+import glob, os, importlib.util
+dirs = []
+for pkg in ("nvidia.nccl", "nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
+    try:
+        spec = importlib.util.find_spec(pkg)
+    except Exception:
+        spec = None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        dirs += [d for d in glob.glob(os.path.join(loc, "**", "lib"), recursive=True) if os.path.isdir(d)]
+        if os.path.isdir(os.path.join(loc, "lib")): dirs.append(os.path.join(loc, "lib"))
+print(":".join(dict.fromkeys(dirs)))
+PY
+)
+  export LD_LIBRARY_PATH=$root/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "bundle of commit $commit unpacked in $root"
+else
+  say "no .gpu-bundle: building here (needs scripts/setup.sh's packages)"
+  run "build (Release, sm_90)" 600 scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DHALFTAPE_SIMT=OFF
+  bin=$repo/build/halftape tests=$repo/build/tests/halftape_tests scripts=$repo/scripts
+  commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+fi
+
+step "facts"
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | head -1)
+say "GPU: ${gpu:-none found}"
+say "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+missing=$(ldd "$bin" "$tests" 2>&1 | grep "not found" | sort -u)
+if [[ -n $missing ]]; then say "missing libraries:"; say "$missing"; failures+=("libraries"); fi
+if ! "$bin" train --device cuda --data synthetic --steps 1 --log-every 1 >>"$log" 2>&1; then
+  say "FAIL: halftape cannot use the GPU (see log.txt); stopping"
+  failures+=("cuda device")
+fi
+
+if [[ ${#failures[@]} -eq 0 ]]; then
+  step "tests on cuda"
+  run "unit and kernel tests (cuda vs the CPU reference)" 240 "$tests" "[dtype],[kernels],[gemm],[device-training],[graph],[scaler],[optim],[gradcheck]"
+  synthetic=(train --device cuda --data synthetic --synthetic-features 784 --steps 200 --log-every 50)
+  run "train fp16 --gemm native" 60 "$bin" "${synthetic[@]}" --gemm native
+  run "train fp16 --gemm cublas" 60 "$bin" "${synthetic[@]}" --gemm cublas
+  run "train fp16 --gemm tiled" 60 "$bin" "${synthetic[@]}" --gemm tiled
+  run "train bf16 --cuda-graph" 60 "$bin" "${synthetic[@]}" --precision bf16 --cuda-graph
+  run "train fp16 --init-scale 2^24 (overflows, backs off)" 60 "$bin" "${synthetic[@]}" --init-scale 16777216
+  run "train through NCCL (one rank, buckets)" 60 "$bin" "${synthetic[@]}" --comm nccl --bucket-mb 0.25
+
+  step "benchmarks"
+  run "halftape bench all" 300 "$bin" bench all --device cuda --json "$out/bench.json"
+  run "halftape bench allreduce (NCCL, one rank)" 60 "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    run "PyTorch AMP baseline" 240 python3 "$scripts/pytorch_baseline.py" --json "$out/pytorch.json"
+  else
+    say "skipped: PyTorch with CUDA is not available here, so no baseline"
+  fi
+fi
+
+step "report"
+{
+  echo "# GPU check"
+  echo
+  echo "- date: $(date -u +%Y-%m-%d)"
+  echo "- commit: $commit"
+  echo "- GPU: ${gpu:-none}"
+  echo "- CUDA: $(nvcc --version 2>/dev/null | tail -1)"
+  echo "- result: $([[ ${#failures[@]} -eq 0 ]] && echo "all checks passed" || echo "FAILED: ${failures[*]}")"
+  echo
+  echo "## Checks"
+  echo
+  grep -E '^(ok|FAIL) ' "$log" | sed 's/^/- /'
+  echo
+  reports=()
+  for f in "$out/bench.json" "$out/bench-nccl.json" "$out/pytorch.json"; do [[ -s $f ]] && reports+=("$f"); done
+  if ((${#reports[@]})); then
+    echo "## Benchmarks"
+    echo
+    /usr/bin/python3 "$scripts/bench_report.py" "${reports[@]}" --plots "$out" 2>>"$log" ||
+      python3 "$scripts/bench_report.py" "${reports[@]}" --plots "$out" 2>>"$log"
+  fi
+} >"$out/gpu-report.md"
+say "report: $out/gpu-report.md ($((SECONDS - started)) s)"
+[[ ${#failures[@]} -eq 0 ]]
