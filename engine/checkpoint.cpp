@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace ht {
 
@@ -102,7 +103,28 @@ template <class T> T field(const nlohmann::json& j, const char* key, const std::
 
 }  // namespace
 
-std::string write_checkpoint(const std::string& root, const CheckpointState& s, int keep) {
+std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
+  return (fs::path(root) / (".tmp-" + step_dir_name(step))).string();
+}
+
+void begin_checkpoint(const std::string& root, std::int64_t step) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  HT_CHECK(!ec, "--save {}: cannot create directory: {}", root, ec.message());
+  // Leftovers of saves that died half-way are never loaded (they were never renamed): clear them.
+  for (const auto& entry : fs::directory_iterator(root))
+    if (entry.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(entry.path(), ec);
+  const fs::path staging = checkpoint_staging_dir(root, step);
+  fs::create_directory(staging, ec);
+  HT_CHECK(!ec, "{}: cannot create: {}", staging.string(), ec.message());
+}
+
+void write_rank_file(const std::string& staging, int rank, const nlohmann::json& content) {
+  write_file_durably(fs::path(staging) / fmt::format("rank-{}.json", rank), content.dump(2) + "\n");
+}
+
+std::string commit_checkpoint(const std::string& root, const CheckpointState& s, int world_size, int keep,
+                              const std::function<void()>& after_each_file) {
   std::vector<SafeTensorView> model, optimizer;
   for (const ParamInfo& p : s.params) {
     model.push_back(param_view(p, s.master, p.name));
@@ -113,26 +135,29 @@ std::string write_checkpoint(const std::string& root, const CheckpointState& s, 
       encode_safetensors(model, {{"format", kFormat}, {"step", std::to_string(s.step)}}),
       encode_safetensors(optimizer, {{"format", kFormat}, {"halftape", meta.dump()}})};
 
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  HT_CHECK(!ec, "--save {}: cannot create directory: {}", root, ec.message());
+  const fs::path staging = checkpoint_staging_dir(root, s.step);
   const fs::path final_dir = fs::path(root) / step_dir_name(s.step);
-  const fs::path tmp_dir = fs::path(root) / fmt::format(".tmp-{}-{}", step_dir_name(s.step), ::getpid());
-  fs::remove_all(tmp_dir);
-  fs::create_directory(tmp_dir, ec);
-  HT_CHECK(!ec, "{}: cannot create: {}", tmp_dir.string(), ec.message());
-
-  nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion}, {"step", s.step}, {"files", nlohmann::json::object()}};
+  nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion}, {"step", s.step}, {"world_size", world_size},
+                             {"files", nlohmann::json::object()}};
   for (std::size_t i = 0; i < 2; ++i) {
-    write_file_durably(tmp_dir / kFiles[i], as_chars(files[i]));
+    write_file_durably(staging / kFiles[i], as_chars(files[i]));
     manifest["files"][kFiles[i]] = {{"bytes", files[i].size()}, {"crc32", crc32_of(files[i])}};
+    if (after_each_file) after_each_file();
   }
-  write_file_durably(tmp_dir / "manifest.json", manifest.dump(2) + "\n");
-  fsync_path(tmp_dir, O_RDONLY | O_DIRECTORY);
+  for (int r = 0; r < world_size; ++r) {  // the ranks' own files, already in place
+    const std::string name = fmt::format("rank-{}.json", r);
+    HT_CHECK(fs::exists(staging / name), "{}: rank {} did not write its file", (staging / name).string(), r);
+    const std::vector<std::uint8_t> bytes = read_file(staging / name);
+    manifest["files"][name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
+  }
+  write_file_durably(staging / "manifest.json", manifest.dump(2) + "\n");
+  if (after_each_file) after_each_file();
+  fsync_path(staging, O_RDONLY | O_DIRECTORY);
 
   // Replace an older checkpoint of the same step (a rerun) only once the new one is complete.
+  std::error_code ec;
   if (fs::exists(final_dir)) fs::remove_all(final_dir);
-  fs::rename(tmp_dir, final_dir, ec);
+  fs::rename(staging, final_dir, ec);
   HT_CHECK(!ec, "{}: cannot rename into place: {}", final_dir.string(), ec.message());
   const fs::path latest_tmp = fs::path(root) / ".latest.tmp";
   write_file_durably(latest_tmp, step_dir_name(s.step) + "\n");
@@ -148,6 +173,12 @@ std::string write_checkpoint(const std::string& root, const CheckpointState& s, 
     for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i) fs::remove_all(steps[i]);
   }
   return final_dir.string();
+}
+
+std::string write_checkpoint(const std::string& root, const CheckpointState& s, int keep) {
+  begin_checkpoint(root, s.step);
+  write_rank_file(checkpoint_staging_dir(root, s.step), 0, {{"rank", 0}, {"world_size", 1}, {"step", s.step}});
+  return commit_checkpoint(root, s, 1, keep);
 }
 
 CheckpointState read_checkpoint(const std::string& path) {
@@ -173,20 +204,24 @@ CheckpointState read_checkpoint(const std::string& path) {
   HT_CHECK(field<int>(manifest, "version", mwhat) == kVersion, "{}: field 'version' is {}, this halftape reads {}", mwhat,
            manifest["version"].dump(), kVersion);
 
-  std::vector<std::uint8_t> bytes[2];
-  for (std::size_t i = 0; i < 2; ++i) {
-    const fs::path file = dir / kFiles[i];
-    HT_CHECK(manifest.contains("files") && manifest["files"].contains(kFiles[i]), "{}: field 'files.{}' is missing", mwhat,
-             kFiles[i]);
-    const nlohmann::json& entry = manifest["files"][kFiles[i]];
+  // Every file the manifest lists, size and CRC-32 checked before anything is parsed.
+  HT_CHECK(manifest.contains("files") && manifest["files"].is_object(), "{}: field 'files' is missing", mwhat);
+  for (const char* required : kFiles)
+    HT_CHECK(manifest["files"].contains(required), "{}: field 'files.{}' is missing", mwhat, required);
+  std::map<std::string, std::vector<std::uint8_t>> contents;
+  for (const auto& [name, entry] : manifest["files"].items()) {
+    HT_CHECK(name.find('/') == std::string::npos && name != "manifest.json", "{}: field 'files' lists '{}'", mwhat, name);
+    const fs::path file = dir / name;
     HT_CHECK(fs::exists(file), "{}: missing", file.string());
-    bytes[i] = read_file(file);
-    const auto expected_bytes = field<std::uint64_t>(entry, "bytes", mwhat + " files." + kFiles[i]);
-    HT_CHECK(bytes[i].size() == expected_bytes, "{}: {} bytes, the manifest says {} (truncated or replaced)", file.string(),
-             bytes[i].size(), expected_bytes);
-    HT_CHECK(crc32_of(bytes[i]) == field<std::uint32_t>(entry, "crc32", mwhat + " files." + kFiles[i]),
+    std::vector<std::uint8_t> b = read_file(file);
+    const auto expected_bytes = field<std::uint64_t>(entry, "bytes", mwhat + " files." + name);
+    HT_CHECK(b.size() == expected_bytes, "{}: {} bytes, the manifest says {} (truncated or replaced)", file.string(), b.size(),
+             expected_bytes);
+    HT_CHECK(crc32_of(b) == field<std::uint32_t>(entry, "crc32", mwhat + " files." + name),
              "{}: checksum mismatch (the file is corrupt)", file.string());
+    contents[name] = std::move(b);
   }
+  const std::vector<std::uint8_t> bytes[2] = {contents.at(kFiles[0]), contents.at(kFiles[1])};
   const std::string model_path = (dir / kFiles[0]).string(), state_path = (dir / kFiles[1]).string();
   const SafeTensorsFile model = decode_safetensors(bytes[0], model_path);
   const SafeTensorsFile state = decode_safetensors(bytes[1], state_path);
@@ -199,6 +234,17 @@ CheckpointState read_checkpoint(const std::string& path) {
   }
 
   CheckpointState s;
+  const int world_size = manifest.contains("world_size") ? field<int>(manifest, "world_size", mwhat) : 1;
+  HT_CHECK(world_size >= 1 && world_size <= (1 << 20), "{}: field 'world_size' is {}", mwhat, world_size);
+  for (int r = 0; r < world_size; ++r) {
+    const std::string name = fmt::format("rank-{}.json", r);
+    HT_CHECK(contents.count(name), "{}: field 'files.{}' is missing", mwhat, name);
+    try {
+      s.ranks.push_back(nlohmann::json::parse(as_chars(contents.at(name))));
+    } catch (const nlohmann::json::exception& e) {
+      fail(fmt::format("{}: not valid JSON ({})", (dir / name).string(), e.what()));
+    }
+  }
   const std::string meta_what = state_path + " __metadata__.halftape";
   s.step = field<std::int64_t>(meta, "step", meta_what);
   s.config = field<nlohmann::json>(meta, "config", meta_what);

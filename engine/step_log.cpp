@@ -36,7 +36,7 @@ StepLog::StepLog(Backend& backend, StepLogConfig config)
   host_records_ = static_cast<StepRecord*>(host_records_memory_.get());
   host_flags_ = static_cast<std::int32_t*>(host_flags_memory_.get());
   if (!config_.metrics_path.empty()) {
-    metrics_.open(config_.metrics_path, std::ios::out | std::ios::trunc);
+    metrics_.open(config_.metrics_path, std::ios::out | (config_.append_metrics ? std::ios::app : std::ios::trunc));
     HT_CHECK(metrics_.good(), "--metrics {}: cannot open for writing", config_.metrics_path);
   }
   start_time_ = last_log_time_ = now_seconds();
@@ -48,6 +48,16 @@ StepRecord* StepLog::record_slot(std::int64_t step) const {
 
 std::int32_t* StepLog::nonfinite_slot(std::int64_t step) const {
   return flags_.data_as<std::int32_t>() + static_cast<std::size_t>((step - 1) % ring_) * flags_per_step_;
+}
+
+void StepLog::start_after(std::int64_t step) {
+  HT_ASSERT(queued_through_ == 0 && history_.empty());
+  queued_through_ = copied_through_ = last_log_step_ = step;
+}
+
+const StepSummary* StepLog::summary_of(std::int64_t step) const {
+  if (history_.empty() || step < history_.front().step || step > history_.back().step) return nullptr;
+  return &history_[static_cast<std::size_t>(step - history_.front().step)];
 }
 
 void StepLog::step_queued(std::int64_t step, std::int64_t epoch) {

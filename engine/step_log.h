@@ -45,6 +45,7 @@ struct StepLogConfig {
   std::vector<std::string> param_names;
   std::ostream* human = nullptr;            // nullptr on ranks other than 0
   std::string metrics_path;                 // empty: none (always empty on ranks other than 0)
+  bool append_metrics = false;              // a resumed run adds to the file
   bool progress_bar = false;
 };
 
@@ -56,11 +57,13 @@ class StepLog {
   StepRecord* record_ring() const { return records_.data_as<StepRecord>(); }
   std::int32_t* nonfinite_ring() const { return flags_.data_as<std::int32_t>(); }  // (slots, params)
   std::int32_t ring_slots() const { return static_cast<std::int32_t>(ring_); }
+  void start_after(std::int64_t step);                       // a resumed run: the next step is step + 1
   void step_queued(std::int64_t step, std::int64_t epoch);   // the step's kernels are queued
   void drain();                                              // wait for and log every queued step
   void eval(const EvalSummary& e);                           // drains first
 
   const std::vector<StepSummary>& history() const { return history_; }
+  const StepSummary* summary_of(std::int64_t step) const;    // once read back; else nullptr
   double epoch_mean_loss(std::int64_t epoch) const;
   std::int64_t skipped_total() const { return skipped_total_; }
   std::int32_t last_consecutive_skips() const { return last_consecutive_skips_; }

@@ -55,6 +55,7 @@ void TrainConfig::validate() const {
   HT_CHECK(eval_batch_size >= 1, "--eval-batch-size must be at least 1");
   HT_CHECK(log_every >= 1, "--log-every must be at least 1, got {}", log_every);
   HT_CHECK(save_every >= 0, "--save-every must be >= 0, got {}", save_every);
+  HT_CHECK(max_consecutive_skips >= 1, "--max-consecutive-skips must be at least 1, got {}", max_consecutive_skips);
   HT_CHECK(save_every == 0 || !save_dir.empty(), "--save-every needs --save DIR");
   HT_CHECK(schedule.base_lr > 0 && std::isfinite(schedule.base_lr), "--lr must be positive, got {}", schedule.base_lr);
   HT_CHECK(schedule.warmup_steps >= 0, "--warmup-steps must be >= 0");

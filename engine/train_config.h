@@ -29,7 +29,7 @@ std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec
 // Faults for tests of the data-parallel failure paths: at the start of step STEP, rank RANK
 // kills itself with SIGKILL (crash) or stops answering (hang).
 struct FaultInjection {
-  enum Kind { crash, hang } kind = crash;
+  enum Kind { crash, hang, crash_in_save } kind = crash;  // crash_in_save: while writing step STEP's checkpoint
   std::int64_t step = 0;
   int rank = 0;
 };
@@ -48,6 +48,7 @@ struct TrainConfig {
 
   std::int64_t epochs = 5;
   std::optional<std::int64_t> steps;  // optimizer steps; overrides epochs when set
+  std::optional<std::int64_t> stop_after;  // end this run after that step (the schedule still spans all steps)
   std::int64_t batch_size = 128;      // per rank, per micro-batch
   std::int64_t accum_steps = 1;
   std::int64_t eval_batch_size = 1000;
@@ -64,6 +65,8 @@ struct TrainConfig {
   std::string save_dir;
   std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
   int keep = 3;                       // checkpoints kept under save_dir (0: all)
+  std::string resume;                 // a checkpoint directory, or a --save root (its latest)
+  std::int64_t max_consecutive_skips = 50;  // at the minimum scale: stop (with a checkpoint) after this many
   std::vector<OverflowInjection> inject_overflow;
   std::vector<FaultInjection> inject_faults;
   bool progress_bar = true;           // drawn only when stdout is a terminal

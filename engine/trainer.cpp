@@ -62,9 +62,11 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   for (const ParamInfo& p : params_.params()) lc.param_names.push_back(p.name);
   lc.human = log;
   lc.metrics_path = comm.rank() == 0 ? config_.metrics_path : "";
+  lc.append_metrics = !config_.resume.empty();
   // mpirun hands ranks a pseudo-terminal even when its own output is a file: no bar there.
   lc.progress_bar = config_.progress_bar && log != nullptr && isatty(STDOUT_FILENO) && comm.world_size() == 1;
   log_ = std::make_unique<StepLog>(backend, lc);
+  if (!config_.resume.empty()) restore(read_checkpoint(config_.resume));
 }
 
 Trainer::~Trainer() = default;
@@ -88,7 +90,7 @@ bool Trainer::inject_overflow_at(std::int64_t step) const {
 
 void Trainer::inject_faults_at(std::int64_t step) const {
   for (const FaultInjection& f : config_.inject_faults) {
-    if (f.step != step || f.rank != comm_.rank()) continue;
+    if (f.kind == FaultInjection::crash_in_save || f.step != step || f.rank != comm_.rank()) continue;
     if (f.kind == FaultInjection::crash) ::kill(::getpid(), SIGKILL);
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: never answer again
   }
@@ -202,10 +204,81 @@ CheckpointState Trainer::snapshot() const {
 std::string Trainer::save_checkpoint(std::int64_t step) const {
   HT_ASSERT(step == steps_done_);
   const CheckpointState state = snapshot();
-  if (comm_.rank() != 0) return {};
-  const std::string dir = write_checkpoint(config_.save_dir, state, config_.keep);
-  log_->message(fmt::format("saved {}", dir));
+  const std::string& root = config_.save_dir;
+  if (comm_.rank() == 0) begin_checkpoint(root, step);
+  comm_.barrier();
+  // This rank's own state: where it is in the data (its shard follows from seed, epoch, rank).
+  write_rank_file(checkpoint_staging_dir(root, step), comm_.rank(),
+                  {{"rank", comm_.rank()}, {"world_size", comm_.world_size()}, {"step", step}, {"seed", config_.seed},
+                   {"epoch", step / steps_per_epoch_}, {"step_in_epoch", step % steps_per_epoch_}});
+  comm_.barrier();
+  std::string dir;
+  if (comm_.rank() == 0) {
+    int files_written = 0;
+    auto fault = [&] {  // --inject-crash-in-save: die with the checkpoint half-written
+      ++files_written;
+      for (const FaultInjection& f : config_.inject_faults)
+        if (f.kind == FaultInjection::crash_in_save && f.step == step && files_written == 2) ::kill(::getpid(), SIGKILL);
+    };
+    dir = commit_checkpoint(root, state, comm_.world_size(), config_.keep, fault);
+    log_->message(fmt::format("saved {}", dir));
+  }
+  comm_.barrier();
   return dir;
+}
+
+void Trainer::restore(const CheckpointState& s) {
+  const CheckpointState mine = snapshot();
+  const std::string what = config_.resume.empty() ? std::string("checkpoint") : "--resume " + config_.resume;
+  for (const char* key : {"hidden", "activation", "precision", "optimizer", "optimizer_state", "seed", "batch_size",
+                          "accum_steps", "world_size", "data", "params"}) {
+    HT_CHECK(s.config.contains(key), "{}: the checkpoint's config lacks '{}'", what, key);
+    HT_CHECK(s.config[key] == mine.config[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
+             s.config[key].dump(), mine.config[key].dump());
+  }
+  HT_CHECK(s.params.size() == mine.params.size(), "{}: the checkpoint has {} tensors, the model {}", what, s.params.size(),
+           mine.params.size());
+  for (std::size_t i = 0; i < s.params.size(); ++i)
+    HT_CHECK(s.params[i].name == mine.params[i].name && s.params[i].shape == mine.params[i].shape,
+             "{}: tensor '{}' is {} in the checkpoint, the model has '{}' {}", what, s.params[i].name,
+             s.params[i].shape.to_string(), mine.params[i].name, mine.params[i].shape.to_string());
+  HT_CHECK(static_cast<int>(s.ranks.size()) == comm_.world_size(), "{}: written by {} ranks, this run has {}", what,
+           s.ranks.size(), comm_.world_size());
+  const nlohmann::json& me = s.ranks[static_cast<std::size_t>(comm_.rank())];
+  HT_CHECK(me.value("rank", -1) == comm_.rank() && me.value("step", std::int64_t{-1}) == s.step,
+           "{}: rank-{}.json does not describe rank {} at step {}", what, comm_.rank(), comm_.rank(), s.step);
+  HT_CHECK(s.step <= total_steps_, "{}: the checkpoint is at step {}, beyond --steps {}", what, s.step, total_steps_);
+  HT_CHECK(s.optimizer.size() == mine.optimizer.size(), "{}: the optimizer state differs", what);
+  // Everything checked: now change state.
+  upload(backend_, params_.master(), s.master);
+  params_.refresh_working_copy(backend_);
+  const auto state_tensors = optimizer_->state_tensors();
+  for (std::size_t i = 0; i < s.optimizer.size(); ++i) upload(backend_, state_tensors[i].second, s.optimizer[i].second);
+  DeviceStepState d = s.step_state;
+  d.control = StepControl{};
+  d.step_loss = 0;
+  scaler_->write_state(d);
+  steps_done_ = s.step;
+  log_->start_after(s.step);
+  backend_.synchronize();
+}
+
+void Trainer::check_skip_streak(std::int64_t step) {
+  // Decided on the record of step - log_every, which every rank has read back by now: all
+  // ranks stop at the same step, never one alone.
+  if (step % config_.log_every != 0) return;
+  const StepSummary* s = log_->summary_of(step - config_.log_every);
+  if (!s) return;
+  const LossScalerConfig& c = scaler_->config();
+  const bool at_floor = !c.dynamic || s->record.loss_scale <= c.min_scale;
+  if (!at_floor || s->record.consecutive_skips < config_.max_consecutive_skips) return;
+  std::string saved = "no checkpoint written (no --save)";
+  if (!config_.save_dir.empty()) saved = "checkpoint saved to " + save_checkpoint(steps_done_);
+  fail(fmt::format("stopping at step {}: {} consecutive steps up to step {} had non-finite gradients with the loss scale at "
+                   "its floor {:g} (last in {}); {}",
+                   step, s->record.consecutive_skips, s->step, s->record.loss_scale,
+                   s->nonfinite_tensors.empty() ? std::string("?") : fmt::format("{}", fmt::join(s->nonfinite_tensors, ", ")),
+                   comm_.rank() == 0 ? saved : std::string("see rank 0")));
 }
 
 TrainSummary Trainer::run() {
@@ -219,15 +292,16 @@ TrainSummary Trainer::run() {
     summary.evals.push_back(e);
   };
 
-  for (std::int64_t step = 1; step <= total_steps_; ++step) {
+  const std::int64_t last = std::min(total_steps_, config_.stop_after.value_or(total_steps_));
+  for (std::int64_t step = steps_done_ + 1; step <= last; ++step) {
     train_step(step);
     if (step % steps_per_epoch_ == 0) evaluate_and_log(step, step / steps_per_epoch_);
-    if (config_.save_every > 0 && step % config_.save_every == 0 && step != total_steps_) save_checkpoint(step);
+    if (config_.save_every > 0 && step % config_.save_every == 0 && step != last) save_checkpoint(step);
+    check_skip_streak(step);
   }
-  if (total_steps_ == 0 || total_steps_ % steps_per_epoch_ != 0)
-    evaluate_and_log(total_steps_, (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_);
+  if (last == 0 || last % steps_per_epoch_ != 0) evaluate_and_log(last, (last + steps_per_epoch_ - 1) / steps_per_epoch_);
   log_->drain();
-  if (!config_.save_dir.empty()) save_checkpoint(total_steps_);
+  if (!config_.save_dir.empty()) save_checkpoint(last);
   summary.steps = log_->history();
   summary.skipped_steps = log_->skipped_total();
   summary.seconds = now_seconds() - start;

@@ -47,7 +47,12 @@ class Trainer {
   EvalResult evaluate();
 
   CheckpointState snapshot() const;   // everything a resume needs, on the host (synchronises)
-  std::string save_checkpoint(std::int64_t step) const;  // rank 0 writes; returns the directory
+  std::string save_checkpoint(std::int64_t step) const;  // every rank takes part; returns the directory
+  // Continues from a checkpoint: weights, optimizer moments, scaler, step; refuses (naming the
+  // field) one made by another model, precision, optimizer, batch, seed or world size, and
+  // changes nothing unless everything checks out.
+  void restore(const CheckpointState& state);
+  std::int64_t steps_done() const { return steps_done_; }
 
   const ParamArena& params() const { return params_; }
   const Reducer* reducer() const { return reducer_.get(); }
@@ -61,6 +66,7 @@ class Trainer {
   bool inject_overflow_at(std::int64_t step) const;
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void inject_faults_at(std::int64_t step) const;
+  void check_skip_streak(std::int64_t step);  // stops the run when overflows never end
 
   TrainConfig config_;
   Backend& backend_;

@@ -3,12 +3,15 @@
 // exactly once per step, and an overflow on one rank makes every rank skip.
 #include "comm/mpi_communicator.h"
 #include "comm/mpi_world.h"
+#include "engine/checkpoint.h"
 #include "tests/helpers.h"
 #include "tests/train_helpers.h"
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace ht::test {
 extern MpiWorld* g_world;
@@ -166,4 +169,41 @@ TEST_CASE("data parallel: fp16 and bf16 gradient traffic train like fp32 traffic
     CHECK(max_relative_difference(compressed.master, exact.master) <= (wire == DType::f16 ? 1e-3 : 1e-2));
     CHECK(identical_across_ranks(compressed.master));
   }
+}
+
+TEST_CASE("data parallel: resume under mpiexec continues bit for bit; every rank wrote its own file", "[mpi]") {
+  // Every rank needs the same directory: rank 0 names it and tells the others.
+  char name[256] = {};
+  if (g_world->rank() == 0)
+    std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-dp-resume").string().c_str());
+  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+  const std::string root = name;
+  auto run = [&](TrainConfig c) {
+    auto backend = make_backend(DeviceChoice::cpu);
+    auto comm = make_mpi_communicator(*g_world, 60.0);
+    const DataSplit data = load_data(c.data, c.synthetic);
+    Trainer trainer(c, *backend, *comm, data, nullptr);
+    const TrainSummary s = trainer.run();
+    return std::pair{s, download<float>(*backend, trainer.params().master())};
+  };
+  TrainConfig c = dp_config(g_world->size());
+  c.precision = Precision::fp16;
+  c.steps = 10;
+  c.inject_overflow = parse_overflow_injections("3:1,8:0");
+  const auto straight = run(c);
+  TrainConfig first = c;
+  first.stop_after = 5;
+  first.save_dir = root;
+  run(first);
+  TrainConfig second = c;
+  second.resume = root;
+  const auto resumed = run(second);
+  CHECK(resumed.second == straight.second);
+  REQUIRE(resumed.first.steps.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i)
+    CHECK(resumed.first.steps[i].record.loss == straight.first.steps[i + 5].record.loss);
+  const CheckpointState s = read_checkpoint(root);
+  CHECK(static_cast<int>(s.ranks.size()) == g_world->size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_world->rank() == 0) std::filesystem::remove_all(root);
 }

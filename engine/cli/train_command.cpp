@@ -38,10 +38,11 @@ struct TrainFlags {
   TrainConfig config;
   std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
   std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
+  std::int64_t inject_crash_in_save = 0;
   std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
   double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
   std::vector<std::int64_t> hidden = {512, 512};
-  std::int64_t steps = -1;
+  std::int64_t steps = -1, stop_after = -1;
   bool no_shuffle = false, nesterov = false, no_progress = false;
   float lr = 1e-3f, momentum = 0, weight_decay = -1;
 };
@@ -55,6 +56,7 @@ TrainConfig to_config(const TrainFlags& f) {
   c.activation = f.activation == "gelu" ? Activation::gelu : Activation::relu;
   c.hidden = f.hidden;
   if (f.steps >= 0) c.steps = f.steps;
+  if (f.stop_after >= 0) c.stop_after = f.stop_after;
   c.shuffle = !f.no_shuffle;
   c.progress_bar = !f.no_progress;
   c.optimizer.kind = f.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
@@ -88,6 +90,7 @@ TrainConfig to_config(const TrainFlags& f) {
       c.inject_faults.push_back({kind, at.step, at.rank});
     }
   }
+  if (f.inject_crash_in_save > 0) c.inject_faults.push_back({FaultInjection::crash_in_save, f.inject_crash_in_save, 0});
   c.bucket_bytes = static_cast<std::int64_t>(f.bucket_mb * (1 << 20));
   c.first_bucket_bytes = static_cast<std::int64_t>(f.first_bucket_mb * (1 << 20));
   c.allreduce_dtype = *parse_dtype(f.allreduce_dtype);
@@ -178,6 +181,12 @@ Command add_train_command(CLI::App& app) {
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR");
   t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kNonNegative);
   t->add_option("--keep", c.keep, "checkpoints to keep under --save (0: all)")->check(kNonNegative)->capture_default_str();
+  t->add_option("--resume", c.resume, "continue from a checkpoint directory, or the latest under a --save DIR");
+  t->add_option("--stop-after", f.stop_after, "end this run after step N (saving with --save); --steps still sets the schedule")
+      ->check(kNonNegative);
+  t->add_option("--max-consecutive-skips", c.max_consecutive_skips,
+                "stop (saving a checkpoint) after this many overflowing steps in a row at --min-scale")
+      ->check(kPositive)->capture_default_str();
   t->add_flag("--no-shuffle", f.no_shuffle, "keep the data in file order");
   t->add_flag("--cuda-graph", c.cuda_graph, "capture one training step as a CUDA graph and replay it (cuda, simt)");
   t->add_option("--inject-overflow", f.inject_overflow, "STEP[:RANK][,...]: poison that step's gradients with inf");
@@ -194,6 +203,8 @@ Command add_train_command(CLI::App& app) {
       ->group("Fault injection");
   t->add_option("--inject-hang", f.inject_hang, "STEP:RANK[,...]: that rank stops answering at that step (fault tests)")
       ->group("Fault injection");
+  t->add_option("--inject-crash-in-save", f.inject_crash_in_save, "STEP: die (SIGKILL) half-way through that step's checkpoint")
+      ->check(kPositive)->group("Fault injection");
   return [flags](const MpiWorld* world) { return run_train(*flags, world); };
 }
 
