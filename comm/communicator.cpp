@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include "engine/error.h"
+
 namespace ht {
 
 std::size_t comm_dtype_size(CommDType t) { return t == CommDType::f16 || t == CommDType::bf16 ? 2 : 4; }
@@ -34,6 +36,13 @@ class SingleProcess final : public Communicator {
 };
 
 }  // namespace
+
+CommChoice parse_comm(std::string_view name) {
+  if (name == "auto") return CommChoice::auto_;
+  if (name == "mpi") return CommChoice::mpi;
+  if (name == "nccl") return CommChoice::nccl;
+  fail(fmt::format("--comm: '{}' is not one of auto, mpi, nccl", name));
+}
 
 std::unique_ptr<Communicator> make_single_process_communicator() { return std::make_unique<SingleProcess>(); }
 

@@ -10,13 +10,6 @@
 
 namespace ht {
 
-CommChoice parse_comm(std::string_view name) {
-  if (name == "auto") return CommChoice::auto_;
-  if (name == "mpi") return CommChoice::mpi;
-  if (name == "nccl") return CommChoice::nccl;
-  fail(fmt::format("--comm: '{}' is not one of auto, mpi, nccl", name));
-}
-
 std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorld* world, Backend& backend,
                                                 double timeout_seconds) {
   const bool on_gpu = backend.device() == Device::cuda;

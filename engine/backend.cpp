@@ -17,6 +17,14 @@ Tensor Backend::zeros(Shape shape, DType dtype) {
   return t;
 }
 
+DeviceChoice parse_device(std::string_view name) {
+  if (name == "cpu") return DeviceChoice::cpu;
+  if (name == "simt") return DeviceChoice::simt;
+  if (name == "cuda") return DeviceChoice::cuda;
+  if (name == "auto") return DeviceChoice::auto_;
+  fail(fmt::format("--device: '{}' is not one of cpu, simt, cuda, auto", name));
+}
+
 void Backend::begin_capture() {
   fail(fmt::format("--cuda-graph needs a GPU backend (--device cuda or simt), not {}", device_name(device())));
 }

@@ -16,14 +16,6 @@ int device_count();
 }  // namespace gpu::cuda_impl
 #endif
 
-DeviceChoice parse_device(std::string_view name) {
-  if (name == "cpu") return DeviceChoice::cpu;
-  if (name == "simt") return DeviceChoice::simt;
-  if (name == "cuda") return DeviceChoice::cuda;
-  if (name == "auto") return DeviceChoice::auto_;
-  fail(fmt::format("--device: '{}' is not one of cpu, simt, cuda, auto", name));
-}
-
 bool cuda_available() {
 #if HALFTAPE_HAVE_CUDA
   return gpu::cuda_impl::device_count() > 0;

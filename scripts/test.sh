@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and runs every test: unit, kernel (on the SIMT emulator),
 # CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
-# build (without nvcc: the emulator runs the same kernel source). The long accuracy runs
+# build (without nvcc: the emulator runs the same kernel source); then the libFuzzer targets
+# (IDX, safetensors, checkpoints, the command line) for 45 s each. The long accuracy runs
 # (label "slow") run in the first pass only.
 #   HALFTAPE_JOBS=N          parallelism (default: all cores)
-#   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass (quicker local runs)
+#   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass and the fuzzers (quicker local runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${HALFTAPE_JOBS:-$(nproc)}
@@ -18,5 +19,6 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
+  tests/fuzz/run.sh 45
 fi
 echo "test.sh: all tests passed"

@@ -1,0 +1,32 @@
+// `halftape train`'s flags: registered on a CLI11 subcommand, turned into a TrainConfig.
+// Separate from running a training job, so the parser can be tested and fuzzed on its own.
+#pragma once
+
+#include "engine/train_config.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ht::cli {
+
+struct TrainFlags {
+  TrainConfig config;
+  std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
+  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
+  std::int64_t inject_crash_in_save = 0;
+  std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
+  double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
+  std::vector<std::int64_t> hidden = {512, 512};
+  std::int64_t steps = -1, stop_after = -1;
+  bool no_shuffle = false, nesterov = false, no_progress = false;
+  float lr = 1e-3f, momentum = 0, weight_decay = -1;
+};
+
+// Registers every flag on `t`, writing into `flags`.
+void add_train_flags(CLI::App* t, TrainFlags& flags);
+// The flags as a validated TrainConfig; throws ht::Error naming the offending flag.
+TrainConfig to_config(const TrainFlags& flags);
+
+}  // namespace ht::cli
