@@ -73,6 +73,15 @@ if(HALFTAPE_HAVE_CUDA)
   target_compile_options(ht_gpu_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)
+  # The Hopper GEMM uses sm_90a-only instructions (wgmma, setmaxnreg's family): its own target,
+  # built for that architecture alone; the backend picks it at run time on sm_90.
+  add_library(ht_gemm_sm90a STATIC kernels/gemm_wgmma.cu)
+  set_target_properties(ht_gemm_sm90a PROPERTIES CUDA_ARCHITECTURES OFF)
+  target_include_directories(ht_gemm_sm90a PRIVATE ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_options(ht_gemm_sm90a PRIVATE -gencode=arch=compute_90a,code=sm_90a --Werror=all-warnings
+                         -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills,-warn-lmem-usage)
+  target_link_libraries(ht_gemm_sm90a PUBLIC ht_core CUDA::cudart)
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_gemm_sm90a)
   # The GEMM kernels must keep their accumulators in registers: a spill or any local memory
   # is a build error (tests/ptxas_report.sh prints the resource report in CI).
   set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_gpu_cuda

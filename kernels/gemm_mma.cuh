@@ -10,34 +10,22 @@
 //   the epilogue (kernels/linear_gemm.h) runs on the accumulators before anything is stored.
 #pragma once
 
-#include "kernels/activation.h"
-#include "kernels/linear_gemm.h"
+#include "kernels/gemm_epilogue.cuh"
 #include "kernels/ptx.cuh"
 
 namespace ht::gpu::inline HT_GPU_NS {
 
 namespace mma_gemm {
 
+using gemm_epilogue::Params;
+using gemm_epilogue::gemm_params;
+using gemm_epilogue::store_pair;
+
 constexpr int kBM = 128, kBN = 128, kBK = 32, kStages = 3, kThreads = 128;
 constexpr int kWarpM = 64, kWarpN = 64;
 constexpr int kMTiles = kWarpM / 16, kNTiles = kWarpN / 8;  // mma tiles per warp
 constexpr int kTileElems = kBM * kBK;                        // one operand tile (both operands are 128×32)
 constexpr std::size_t kSharedBytes = std::size_t{kStages} * 2 * kTileElems * 2;  // fp16/bf16
-
-struct Params {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  std::int64_t M = 0, N = 0, K = 0;
-  Epilogue epilogue = Epilogue::store_f32;
-  float beta = 0;
-  float* c = nullptr;            // store_f32
-  void* out = nullptr;           // the other epilogues
-  void* pre = nullptr;
-  const void* bias = nullptr;
-  const void* saved = nullptr;
-  Activation act = Activation::none;
-  int vector_loads = 1;          // cp.async 16-byte copies (needs the alignment check_vector_loads makes)
-};
 
 // A tile is stored "k-major" ([128 rows of M or N][32 of K], the operand's K is contiguous in
 // global memory) or "mn-major" ([32 rows of K][128 of M or N]). 16-byte chunks are XOR-swizzled
@@ -68,38 +56,6 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, std::int64_t R,
     } else {
       for (int e = 0; e < 8; ++e)
         dst[e] = gr < R && gc + e < C ? src[gr * C + gc + e] : from_float<T>(0.0f);
-    }
-  }
-}
-
-template <class T>
-__device__ __forceinline__ void store_pair(const Params& p, std::int64_t m, std::int64_t n, float v0, float v1) {
-  if (m >= p.M) return;
-  const float vals[2] = {v0, v1};
-  for (int e = 0; e < 2; ++e) {
-    const std::int64_t col = n + e;
-    if (col >= p.N) return;
-    const std::int64_t i = m * p.N + col;
-    const float acc = vals[e];
-    switch (p.epilogue) {
-      case Epilogue::store_f32:
-        p.c[i] = p.beta == 0.0f ? acc : acc + p.beta * p.c[i];
-        break;
-      case Epilogue::bias_act: {
-        const T z = from_float<T>(acc + (p.bias ? to_float(static_cast<const T*>(p.bias)[col]) : 0.0f));
-        if (p.pre) static_cast<T*>(p.pre)[i] = z;
-        static_cast<T*>(p.out)[i] = from_float<T>(activate(p.act, to_float(z)));
-        break;
-      }
-      case Epilogue::cast:
-        static_cast<T*>(p.out)[i] = from_float<T>(acc);
-        break;
-      case Epilogue::cast_act_grad: {
-        const float dx = to_float(from_float<T>(acc));
-        const float d = activation_derivative(p.act, to_float(static_cast<const T*>(p.saved)[i]));
-        static_cast<T*>(p.out)[i] = from_float<T>(dx * d);
-        break;
-      }
     }
   }
 }
@@ -206,20 +162,7 @@ inline bool vector_loads_ok(const GemmArgs& g) {
 
 template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
-  Params p;
-  p.a = g.a;
-  p.b = g.b;
-  p.M = g.M;
-  p.N = g.N;
-  p.K = g.K;
-  p.epilogue = args.epilogue;
-  p.beta = g.beta;
-  p.c = g.c;
-  p.out = args.out;
-  p.pre = args.pre;
-  p.bias = args.bias;
-  p.saved = args.saved;
-  p.act = args.act;
+  Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
   const LaunchConfig cfg{dim3(static_cast<unsigned>((g.N + kBN - 1) / kBN), static_cast<unsigned>((g.M + kBM - 1) / kBM)),
                          kThreads, kSharedBytes};

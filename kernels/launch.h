@@ -21,6 +21,11 @@ void launch_sum(const SumArgs& a, const Stream& s);
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
 void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);   // tensor cores, sm_80+
 void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
+#if !defined(HT_SIMT)
+// Hopper (sm_90a): wgmma + TMA, the forward (nt) product only; see kernels/gemm_wgmma.cu.
+bool gemm_wgmma_supports(const GemmArgs& g);
+void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s);
+#endif
 void launch_bias_act(const BiasActArgs& a, const Stream& s);
 void launch_act_backward(const ActBackwardArgs& a, const Stream& s);
 void launch_bias_grad(const BiasGradArgs& a, const Stream& s);

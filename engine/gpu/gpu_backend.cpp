@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -81,6 +84,10 @@ class GpuBackend final : public Backend {
     HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
     HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
     stream_.sm_count = props_.multiProcessorCount;
+#if !defined(HT_SIMT)
+    const char* env = std::getenv("HALFTAPE_WGMMA");
+    use_wgmma_ = props_.major == 9 && props_.minor == 0 && !(env && std::string(env) == "0") && wgmma_self_check();
+#endif
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
@@ -179,6 +186,12 @@ class GpuBackend final : public Backend {
     const bool tensor_cores = a.gemm.dtype != DType::f32;  // fp32 stays on CUDA cores (no TF32)
     if (gemm_impl_ == GemmImpl::native && tensor_cores) {
       if (a.gemm.M == 0 || a.gemm.N == 0) return;
+#if !defined(HT_SIMT)
+      if (use_wgmma_ && gemm_wgmma_supports(a.gemm)) {
+        launch_gemm_wgmma(a, stream_);
+        return;
+      }
+#endif
       if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
       else launch_gemm_mma_bf16(a, stream_);
       return;
@@ -256,6 +269,60 @@ class GpuBackend final : public Backend {
 
  private:
   CachingAllocator allocator_;
+#if !defined(HT_SIMT)
+  // The Hopper kernel cannot run on the emulator, so before the first use on a GPU it must agree
+  // with the mma.sync kernel on a problem with tails in every dimension; if it does not, it is
+  // not used (and says so once on stderr).
+  bool wgmma_self_check() {
+    const std::int64_t M = 200, N = 136, K = 264;
+    std::vector<float> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(N * K));
+    std::uint64_t x = 88172645463325252ull;
+    for (float* v : {a.data(), b.data()})
+      for (std::size_t i = 0; i < (v == a.data() ? a.size() : b.size()); ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        v[i] = static_cast<float>(static_cast<std::int64_t>(x % 2001) - 1000) / 1000.0f;
+      }
+    bool ok = true;
+    for (DType t : {DType::f16, DType::bf16}) {
+      Tensor fa = empty(Shape{M * K}, DType::f32), fb = empty(Shape{N * K}, DType::f32);
+      upload(fa.data(), a.data(), a.size() * 4);
+      upload(fb.data(), b.data(), b.size() * 4);
+      Tensor ta = empty(Shape{M * K}, t), tb = empty(Shape{N * K}, t);
+      launch_cast({fa.data(), DType::f32, ta.data(), t, M * K}, stream_);
+      launch_cast({fb.data(), DType::f32, tb.data(), t, N * K}, stream_);
+      Tensor bias = zeros(Shape{N}, t), out[2] = {empty(Shape{M * N}, t), empty(Shape{M * N}, t)};
+      LinearGemmArgs args;
+      args.gemm = {GemmOp::nt, M, N, K, ta.data(), tb.data(), t, nullptr, 0.0f};
+      args.epilogue = Epilogue::bias_act;
+      args.bias = bias.data();
+      args.act = Activation::gelu;
+      args.out = out[0].data();
+      if (t == DType::f16) launch_gemm_mma_f16(args, stream_);
+      else launch_gemm_mma_bf16(args, stream_);
+      args.out = out[1].data();
+      try {
+        launch_gemm_wgmma(args, stream_);
+        synchronize();
+      } catch (const Error& e) {
+        fmt::print(stderr, "halftape: warning: the sm_90a GEMM failed its self-check ({}); using the mma.sync kernel\n", e.what());
+        return false;
+      }
+      std::vector<float> r[2];
+      for (int i = 0; i < 2; ++i) {
+        Tensor f = empty(Shape{M * N}, DType::f32);
+        launch_cast({out[i].data(), t, f.data(), DType::f32, M * N}, stream_);
+        r[i].resize(static_cast<std::size_t>(M * N));
+        download(r[i].data(), f.data(), r[i].size() * 4);
+      }
+      const double tolerance = t == DType::f16 ? 4e-3 : 3e-2;  // a few ulps of the stored dtype
+      for (std::size_t i = 0; i < r[0].size() && ok; ++i)
+        ok = std::fabs(r[0][i] - r[1][i]) <= tolerance * (1.0 + std::fabs(r[0][i]));
+    }
+    if (!ok) fmt::print(stderr, "halftape: warning: the sm_90a GEMM disagrees with the mma.sync kernel; using the latter\n");
+    return ok;
+  }
+  bool use_wgmma_ = false;
+#endif
   GemmImpl gemm_impl_ = GemmImpl::native;
   bool capturing_ = false;
   std::vector<void*> graph_owned_;
