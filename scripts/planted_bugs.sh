@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
+# index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short), the
+# script copies the repository, plants the bug with sed, builds the test binary for the
+# emulator (no nvcc needed) and runs the kernel's tests, which must fail. Takes a few minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+git ls-files | tar cf - -T - | (mkdir -p "$work/src" && cd "$work/src" && tar xf -)
+cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALFTAPE_CUDA=OFF >/dev/null
+ninja -C "$work/build" tests/halftape_tests >/dev/null || { echo "the clean tree does not build"; exit 1; }
+
+status=0
+plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
+  local file=$1 expr=$2 filter=$3 what=$4
+  cp "$work/src/$file" "$work/original"
+  sed -i "$expr" "$work/src/$file"
+  if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
+  if ! ninja -C "$work/build" tests/halftape_tests >"$work/build.log" 2>&1; then
+    echo "?    $what: does not build"; status=1
+  elif "$work/build/tests/halftape_tests" "$filter" >"$work/test.log" 2>&1; then
+    echo "MISS $what: the tests still pass"; status=1
+  else
+    echo "ok   $what: $(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)"
+  fi
+  cp "$work/original" "$work/src/$file"
+}
+
+plant kernels/cross_entropy.cu 's/dlogits\[r \* classes + c\] = /dlogits[r * classes + c + (c + 1 < classes)] = /' \
+  "kernel cross_entropy*" "cross_entropy: gradient written one column off"
+plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
+plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
+  "kernels unscale*" "unscale_check_norm: every thread starts one element late"
+plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx.y == 1 \&\& c < cols) {/' \
+  "kernel bias_grad*" "bias_grad: the wrong row group publishes the column sums"
+plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]" "gemm_mma: B fragment registers swapped"
+plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]" \
+  "gemm_mma: the pipeline waits for one cp.async group too few"
+plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]" "block_sum: the barrier between the warp sums and their reduction removed"
+exit $status
