@@ -1,12 +1,19 @@
 // Allreduce through whichever communicator runs (MPI on host memory, NCCL on the GPU), from 8 B
 // to 1 GB, reported as nccl-tests does: algbw = size / time, busbw = algbw · 2(n-1)/n.
+// A single process without NCCL has nothing to reduce, so there is nothing to time.
 #include "bench/benchmarks.h"
+
+#include <iostream>
 
 namespace ht::bench {
 
 void bench_allreduce(Harness& h) {
   Backend& b = h.backend();
   Communicator& comm = h.comm();
+  if (comm.world_size() == 1 && comm.name() != "nccl") {
+    std::cout << "bench allreduce: skipped: one process without NCCL moves no data (run under mpirun -np N, or --comm nccl)\n";
+    return;
+  }
   const std::int64_t max_bytes = h.options().quick ? (1 << 20) : (h.device() == Device::cuda ? (1 << 30) : (64 << 20));
   const Tensor buffer = b.zeros(Shape{max_bytes / 4}, DType::f32);
   const int n = comm.world_size();

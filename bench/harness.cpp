@@ -130,7 +130,9 @@ std::string format_table(const Harness& h) {
                                 h.options().repeats,
                                 j["ceilings"]["copy_gbps"].is_null() ? std::string("-")
                                                                      : fmt::format("{:.1f}", j["ceilings"]["copy_gbps"].get<double>()));
-  out += fmt::format("{:<44} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}  {}\n", "benchmark", "median ms", "p10 ms", "p90 ms",
+  std::size_t width = 44;
+  for (const auto& r : j["results"]) width = std::max(width, r["name"].get<std::string>().size());
+  out += fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}  {}\n", "benchmark", width, "median ms", "p10 ms", "p90 ms",
                      "GB/s", "TFLOP/s", "of ceil", "notes");
   for (const auto& r : j["results"]) {
     auto num = [&](const char* key, const char* f) {
@@ -143,7 +145,7 @@ std::string format_table(const Harness& h) {
     for (const auto& [key, value] : r["extra"].items())
       notes += fmt::format("{}{}={}", notes.empty() ? "" : " ", key,
                            value.is_number_float() ? fmt::format("{:.4g}", value.get<double>()) : value.dump());
-    out += fmt::format("{:<44} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>9} {:>8}  {}\n", r["name"].get<std::string>(),
+    out += fmt::format("{:<{}} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>9} {:>8}  {}\n", r["name"].get<std::string>(), width,
                        r["median_ms"].get<double>(), r["p10_ms"].get<double>(), r["p90_ms"].get<double>(), num("gbps", "{:.1f}"),
                        num("tflops", "{:.2f}"), frac, notes);
   }

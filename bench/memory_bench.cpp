@@ -19,6 +19,30 @@ Result make(std::string name, nlohmann::json params, double bytes, const Timing&
 
 }  // namespace
 
+Timing time_loss_scaling(Harness& h, std::int64_t elements) {
+  Backend& b = h.backend();
+  ParamArena arena;
+  arena.add("w", Shape{elements});
+  arena.allocate(b, DType::f16);
+  const std::vector<GradChunk> chunks = arena.chunks(1 << 16);
+  const Tensor d_chunks = b.buffer(chunks.size() * sizeof(GradChunk));
+  b.upload(d_chunks.data(), chunks.data(), chunks.size() * sizeof(GradChunk));
+  const auto num_chunks = static_cast<std::int32_t>(chunks.size());
+  const std::int32_t blocks = b.grad_stats_blocks(num_chunks);
+  const Tensor partials = b.zeros(Shape{blocks}, DType::f32), flags = b.buffer(4), log = b.buffer(4);
+  const Tensor record = b.buffer(sizeof(StepRecord)), state = b.buffer(sizeof(DeviceStepState));
+  DeviceStepState s;
+  s.scaler.scale = 1024;
+  b.upload(state.data(), &s, sizeof(s));
+  return h.time([&] {
+    b.unscale_check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), num_chunks,
+                          state.data_as<DeviceStepState>(), partials.data_as<float>(), blocks, flags.data_as<std::int32_t>()});
+    b.finalize_grad_stats({partials.data_as<float>(), blocks, flags.data_as<std::int32_t>(), 1, log.data_as<std::int32_t>(), 1,
+                           1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});
+    b.update_scaler({state.data_as<DeviceStepState>(), LossScalerConfig{}, record.data_as<StepRecord>(), 1});
+  });
+}
+
 void bench_memory(Harness& h) {
   Backend& b = h.backend();
   const std::int64_t n = default_elements(h);
@@ -54,31 +78,15 @@ void bench_memory(Harness& h) {
     h.add(make("cross-entropy fp16 fwd+bwd", {{"rows", rows}, {"classes", classes}}, static_cast<double>(rows * classes) * (2 + 2), t));
   }
 
+  h.add(make("loss scaling: unscale+check+norm, update", {{"elements", n}}, dn * (4 + 4), time_loss_scaling(h, n)));
+
   // The optimizer step's arenas: one parameter tensor of n elements.
   ParamArena arena;
   arena.add("w", Shape{n});
   arena.allocate(b, DType::f16);
   const Tensor state = b.buffer(sizeof(DeviceStepState));
-  {
-    const std::vector<GradChunk> chunks = arena.chunks(1 << 16);
-    const Tensor d_chunks = b.buffer(chunks.size() * sizeof(GradChunk));
-    b.upload(d_chunks.data(), chunks.data(), chunks.size() * sizeof(GradChunk));
-    const auto num_chunks = static_cast<std::int32_t>(chunks.size());
-    const std::int32_t blocks = b.grad_stats_blocks(num_chunks);
-    const Tensor partials = b.zeros(Shape{blocks}, DType::f32), flags = b.buffer(4), log = b.buffer(4);
-    const Tensor record = b.buffer(sizeof(StepRecord));
-    DeviceStepState s;
-    s.scaler.scale = 1024;
-    b.upload(state.data(), &s, sizeof(s));
-    const Timing t = h.time([&] {
-      b.unscale_check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), num_chunks,
-                            state.data_as<DeviceStepState>(), partials.data_as<float>(), blocks, flags.data_as<std::int32_t>()});
-      b.finalize_grad_stats({partials.data_as<float>(), blocks, flags.data_as<std::int32_t>(), 1, log.data_as<std::int32_t>(),
-                             1, 1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});
-      b.update_scaler({state.data_as<DeviceStepState>(), LossScalerConfig{}, record.data_as<StepRecord>(), 1});
-    });
-    h.add(make("loss scaling: unscale+check+norm, update", {{"elements", n}}, dn * (4 + 4), t));
-  }
+  const DeviceStepState initial;
+  b.upload(state.data(), &initial, sizeof(initial));
   const Tensor m1 = b.zeros(Shape{n}, DType::f32), m2 = b.zeros(Shape{n}, DType::f32);
   OptimizerArgs base{arena.master().data_as<float>(), arena.working().data(), DType::f16, arena.grads().data_as<float>(),
                      m1.data_as<float>(), m2.data_as<float>(), n, state.data_as<DeviceStepState>()};

@@ -23,7 +23,8 @@ plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   elif "$work/build/tests/halftape_tests" "$filter" >"$work/test.log" 2>&1; then
     echo "MISS $what: the tests still pass"; status=1
   else
-    echo "ok   $what: $(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)"
+    summary=$(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)
+    echo "ok   $what: ${summary:-$(grep -v '^\s*$' "$work/test.log" | tail -1)}"
   fi
   cp "$work/original" "$work/src/$file"
 }

@@ -13,6 +13,12 @@ namespace ht::cli {
 
 namespace {
 
+std::vector<std::string> benchmark_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : bench::registry()) names.push_back(name);
+  return names;
+}
+
 struct BenchFlags {
   std::vector<std::string> names;
   std::string device = "auto", json, comm = "auto";
@@ -22,17 +28,10 @@ struct BenchFlags {
 
 int run_bench(const BenchFlags& f, const MpiWorld* world) {
   std::vector<std::string> names = f.names;
-  if (names.empty() || (names.size() == 1 && names[0] == "all")) {
-    names.clear();
-    for (const auto& [name, fn] : bench::registry()) names.push_back(name);
-  }
+  if (names.empty() || (names.size() == 1 && names[0] == "all")) names = benchmark_names();
   for (const std::string& n : names)
     HT_CHECK(bench::registry().count(n), "bench: unknown benchmark '{}' (one of: all, {})", n,
-             fmt::join([] {
-               std::vector<std::string> k;
-               for (const auto& [name, fn] : bench::registry()) k.push_back(name);
-               return k;
-             }(), ", "));
+             fmt::join(benchmark_names(), ", "));
   std::unique_ptr<Backend> backend = make_backend(parse_device(f.device), world ? world->local_rank() : 0);
   std::unique_ptr<Communicator> comm = make_communicator(parse_comm(f.comm), world, *backend, f.comm_timeout);
   const bool rank0 = comm->rank() == 0;
@@ -55,7 +54,7 @@ Command add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   BenchFlags& f = *flags;
   CLI::App* b = app.add_subcommand("bench", "Benchmark kernels and the training step (JSON with --json)");
-  b->add_option("names", f.names, "benchmarks to run: all (default), memory, allreduce, train");
+  b->add_option("names", f.names, fmt::format("benchmarks to run: all (default), {}", fmt::join(benchmark_names(), ", ")));
   b->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))->capture_default_str();
   b->add_option("--repeats", f.options.repeats, "timed repeats per benchmark (median and spread are reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();
