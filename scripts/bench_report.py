@@ -69,11 +69,12 @@ def versus_pytorch(runs, baselines):
         for r in data["results"]:
             if r["group"] != "train":
                 continue
-            eager, compiled = torch_by.get((r["name"], "eager")), torch_by.get((r["name"], "compile"))
+            same_step = r["name"].removesuffix(" cuda-graph")  # PyTorch's step is the same either way
+            eager, compiled = torch_by.get((same_step, "eager")), torch_by.get((same_step, "compile"))
             ours = r["median_ms"]
-            lines.append(f"| {r['name']} | {ours:.4f} | {fmt(eager, '.4f')} | "
-                         f"{'-' if eager is None else f'{eager / ours:.2f}'} | {fmt(compiled, '.4f')} | "
-                         f"{'-' if compiled is None else f'{compiled / ours:.2f}'} |")
+            ratio = lambda theirs: "-" if theirs is None else f"{theirs / ours:.2f}"
+            lines.append(f"| {r['name']} | {ours:.4f} | {fmt(eager, '.4f')} | {ratio(eager)} | "
+                         f"{fmt(compiled, '.4f')} | {ratio(compiled)} |")
     lines.append("")
     return "\n".join(lines)
 

@@ -3,6 +3,7 @@
 
 #include "engine/backend.h"
 #include "engine/rng.h"
+#include "kernels/elementwise.h"
 
 #include <catch2/catch.hpp>
 
@@ -21,6 +22,18 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float
   std::vector<float> v(n);
   for (float& x : v) x = rng.uniform(lo, hi);
   return v;
+}
+
+// Values rounded to dtype `t`, as raw bytes (2 or 4 per element), and back to fp32.
+inline std::vector<std::uint8_t> bytes_of(DType t, const std::vector<float>& v) {
+  std::vector<std::uint8_t> bytes(v.size() * dtype_size(t));
+  cast_ref({v.data(), DType::f32, bytes.data(), t, static_cast<std::int64_t>(v.size())});
+  return bytes;
+}
+inline std::vector<float> widen(DType t, const std::vector<std::uint8_t>& bytes) {
+  std::vector<float> out(bytes.size() / dtype_size(t));
+  cast_ref({bytes.data(), t, out.data(), DType::f32, static_cast<std::int64_t>(out.size())});
+  return out;
 }
 
 inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }

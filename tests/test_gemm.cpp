@@ -17,16 +17,7 @@ using namespace ht::test;
 namespace {
 
 std::vector<std::uint8_t> random_operand(DType t, std::size_t n, std::uint64_t seed) {
-  const std::vector<float> v = random_floats(n, seed, -1, 1);
-  std::vector<std::uint8_t> bytes(n * dtype_size(t));
-  cast_ref({v.data(), DType::f32, bytes.data(), t, static_cast<std::int64_t>(n)});
-  return bytes;
-}
-
-std::vector<float> widen(DType t, const std::vector<std::uint8_t>& bytes) {
-  std::vector<float> out(bytes.size() / dtype_size(t));
-  cast_ref({bytes.data(), t, out.data(), DType::f32, static_cast<std::int64_t>(out.size())});
-  return out;
+  return bytes_of(t, random_floats(n, seed, -1, 1));
 }
 
 double ulp(DType t, double x) {

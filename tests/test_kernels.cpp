@@ -27,15 +27,7 @@ std::vector<std::uint8_t> random_bytes(DType t, std::size_t n, std::uint64_t see
     v[n - 1] = -INFINITY;
     v[n / 2] = 65519.0f;  // rounds to 65504 in fp16
   }
-  std::vector<std::uint8_t> bytes(n * dtype_size(t));
-  cast_ref({v.data(), DType::f32, bytes.data(), t, static_cast<std::int64_t>(n)});
-  return bytes;
-}
-
-std::vector<float> widen(DType t, const std::vector<std::uint8_t>& bytes) {
-  std::vector<float> out(bytes.size() / dtype_size(t));
-  cast_ref({bytes.data(), t, out.data(), DType::f32, static_cast<std::int64_t>(out.size())});
-  return out;
+  return bytes_of(t, v);
 }
 
 // |a - b| within `ulps` units in the last place of `t` (NaN matches NaN, inf matches inf).
