@@ -10,6 +10,7 @@
 #include "tests/helpers.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace ht;
 using namespace ht::test;
@@ -195,4 +196,31 @@ TEST_CASE("tensor-core GEMM: fused epilogues round exactly like the unfused kern
         CHECK(results[0] == results[1]);
       }
   }
+}
+
+TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64: checked on an sm_90 GPU only", "[gemm][kernels]") {
+  // The emulator has no wgmma, TMA or mbarrier, so this kernel is never checked in CI; on an
+  // sm_90 GPU the backend self-checks it against mma.sync and this test checks it against FP64.
+  if (!cuda_available()) {
+    WARN("skipped: no GPU (the wgmma kernel runs on an sm_90 GPU only)");
+    return;
+  }
+  const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::cuda);
+  const std::string what = gpu->description();
+  const char* env = std::getenv("HALFTAPE_WGMMA");
+  if (what.find("sm_90") == std::string::npos || (env && std::string(env) == "0")) {
+    WARN("skipped: the wgmma kernel is not in use on " << what << " (it needs sm_90; HALFTAPE_WGMMA=0 turns it off)");
+    return;
+  }
+  INFO(what);
+  REQUIRE(what.find("wgmma") != std::string::npos);  // on sm_90 a failed self-check is a failure here
+  gpu->set_gemm_impl(GemmImpl::native);
+  std::vector<Case> forward;  // the product the wgmma kernel runs: Y = X·Wᵀ
+  for (const Case& c : cases())
+    if (c.op == GemmOp::nt) forward.push_back(c);
+  forward.push_back({GemmOp::nt, 512, 384, 1024, Epilogue::bias_act, Activation::relu});
+  forward.push_back({GemmOp::nt, 129, 257, 520, Epilogue::bias_act, Activation::gelu});
+  std::uint64_t seed = 900;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Case& c : forward) check_case(*gpu, t, c, seed += 10);
 }

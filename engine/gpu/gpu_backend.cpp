@@ -101,8 +101,16 @@ class GpuBackend final : public Backend {
   Device device() const override { return kDevice; }
   std::string description() const override {
     if (kDevice == Device::simt) return fmt::format("simt (SIMT emulator, {} worker threads)", props_.multiProcessorCount);
-    return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
-                       static_cast<double>(props_.totalGlobalMem) / (1 << 30));
+    return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB{})", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
+                       static_cast<double>(props_.totalGlobalMem) / (1 << 30), uses_wgmma() ? ", wgmma GEMM" : "");
+  }
+
+  bool uses_wgmma() const {
+#if defined(HT_SIMT)
+    return false;
+#else
+    return use_wgmma_;
+#endif
   }
 
   // The simt device allocates exact sizes straight from the emulator, so AddressSanitizer and
