@@ -69,6 +69,9 @@ class Backend {
   virtual void synchronize() = 0;
   virtual void* native_stream() { return nullptr; }  // cudaStream_t of the cuda backend
   virtual std::size_t last_level_cache_bytes() const { return 0; }  // a GPU's L2; benchmarks flush it
+  // CPU seconds the calling thread has spent running the device's work itself (the emulator
+  // runs kernels on it); 0 where the device works asynchronously. Host overhead excludes it.
+  virtual double device_work_cpu_seconds() const { return 0; }
 
   // CUDA graphs: between begin_capture and end_capture the queued work is recorded, not run.
   // Memory freed while capturing stays reserved for the graph until the graph is destroyed.

@@ -22,6 +22,21 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_share
 bool capturing();
 void record_operation(std::function<void()> op);
 
+// CPU time the calling thread has spent doing the device's work itself - running kernels (its
+// share of the blocks), copies and memsets - since it started. On the emulator that work is not
+// host overhead, so the benchmarks subtract it (bench/train_bench.cpp).
+double device_work_cpu_seconds();
+class DeviceWorkTimer {  // adds its lifetime's CPU time of this thread to the figure above
+ public:
+  DeviceWorkTimer();
+  ~DeviceWorkTimer();
+  DeviceWorkTimer(const DeviceWorkTimer&) = delete;
+  DeviceWorkTimer& operator=(const DeviceWorkTimer&) = delete;
+
+ private:
+  double start_;
+};
+
 // CPU threads blocks are spread over: HALFTAPE_SIMT_THREADS, else the hardware's.
 int worker_count();
 

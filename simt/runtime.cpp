@@ -164,6 +164,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
     record_operation([dst, src, bytes] { if (bytes) std::memmove(dst, src, bytes); });
     return cudaSuccess;
   }
+  const DeviceWorkTimer timer;
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -179,6 +180,7 @@ cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_
     record_operation([dst, value, bytes] { if (bytes) std::memset(dst, value, bytes); });
     return cudaSuccess;
   }
+  const DeviceWorkTimer timer;
   if (bytes) std::memset(dst, value, bytes);
   return cudaSuccess;
 }

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <cstdlib>
 #include <memory>
@@ -402,6 +403,19 @@ std::mutex g_launch_mutex;
 
 int worker_count() { return workers().size(); }
 
+namespace {
+thread_local double t_device_work_seconds = 0;
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+double device_work_cpu_seconds() { return t_device_work_seconds; }
+DeviceWorkTimer::DeviceWorkTimer() : start_(thread_cpu_seconds()) {}
+DeviceWorkTimer::~DeviceWorkTimer() { t_device_work_seconds += thread_cpu_seconds() - start_; }
+
 void set_schedule(Schedule s) { g_schedule = static_cast<int>(s); }
 Schedule schedule() { return static_cast<Schedule>(g_schedule.load()); }
 
@@ -428,6 +442,7 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_share
     return;
   }
 
+  const DeviceWorkTimer timer;
   std::lock_guard launch_lock(g_launch_mutex);
   const Schedule order = schedule();
   std::atomic<std::uint64_t> next{0};

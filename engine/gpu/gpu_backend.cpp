@@ -105,6 +105,10 @@ class GpuBackend final : public Backend {
                        static_cast<double>(props_.totalGlobalMem) / (1 << 30), uses_wgmma() ? ", wgmma GEMM" : "");
   }
 
+#if defined(HT_SIMT)
+  double device_work_cpu_seconds() const override { return emu::device_work_cpu_seconds(); }
+#endif
+
   bool uses_wgmma() const {
 #if defined(HT_SIMT)
     return false;
