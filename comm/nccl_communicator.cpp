@@ -2,6 +2,7 @@
 
 #include "comm/mpi_check.h"
 #include "engine/backend.h"
+#include "engine/gpu/runtime.h"  // HT_CUDA_CHECK
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -19,12 +20,6 @@
     const ncclResult_t ht_nccl_rc_ = (call);                                                     \
     if (ht_nccl_rc_ != ncclSuccess)                                                              \
       ::ht::call_failed(#call, ncclGetErrorString(ht_nccl_rc_), __FILE__, __LINE__);         \
-  } while (0)
-#define HT_CUDA_RT_CHECK(call)                                                                   \
-  do {                                                                                           \
-    const cudaError_t ht_cuda_rc_ = (call);                                                      \
-    if (ht_cuda_rc_ != cudaSuccess)                                                              \
-      ::ht::call_failed(#call, cudaGetErrorString(ht_cuda_rc_), __FILE__, __LINE__);         \
   } while (0)
 
 namespace ht {
@@ -64,8 +59,8 @@ class NcclRequest final : public CommRequest {
   // Orders the compute stream after the collective; the host does not wait.
   void wait() override {
     if (!done_) return;
-    HT_CUDA_RT_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
-    HT_CUDA_RT_CHECK(cudaEventDestroy(done_));
+    HT_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
+    HT_CUDA_CHECK(cudaEventDestroy(done_));
     done_ = nullptr;
   }
   // NCCL makes progress by itself; and querying an event while a graph is being captured is an
@@ -94,7 +89,7 @@ class NcclCommunicator final : public Communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
     HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
-    HT_CUDA_RT_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+    HT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -125,13 +120,13 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_traffic(count, type);
     cudaEvent_t ready = nullptr, done = nullptr;
-    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    HT_CUDA_RT_CHECK(cudaEventRecord(ready, compute_));
-    HT_CUDA_RT_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
-    HT_CUDA_RT_CHECK(cudaEventDestroy(ready));
+    HT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    HT_CUDA_CHECK(cudaEventRecord(ready, compute_));
+    HT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
+    HT_CUDA_CHECK(cudaEventDestroy(ready));
     HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, comm_stream_));
-    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    HT_CUDA_RT_CHECK(cudaEventRecord(done, comm_stream_));
+    HT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    HT_CUDA_CHECK(cudaEventRecord(done, comm_stream_));
     track(comm_stream_, fmt::format("bucket allreduce of {} elements", count));
     return std::make_unique<NcclRequest>(compute_, done);
   }
@@ -142,7 +137,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void barrier() override {
-    HT_CUDA_RT_CHECK(cudaStreamSynchronize(compute_));
+    HT_CUDA_CHECK(cudaStreamSynchronize(compute_));
     if (world_) HT_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   }
 
@@ -156,11 +151,11 @@ class NcclCommunicator final : public Communicator {
   // graph is being captured: there is nothing running to watch, only a recording.)
   void track(cudaStream_t stream, std::string what) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    HT_CUDA_RT_CHECK(cudaStreamIsCapturing(stream, &capture));
+    HT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) return;
     cudaEvent_t e = nullptr;
-    HT_CUDA_RT_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    HT_CUDA_RT_CHECK(cudaEventRecord(e, stream));
+    HT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    HT_CUDA_CHECK(cudaEventRecord(e, stream));
     std::lock_guard lock(mutex_);
     in_flight_.push_back({e, Clock::now(), std::move(what)});
   }

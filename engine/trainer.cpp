@@ -178,27 +178,28 @@ CheckpointState Trainer::snapshot() const {
   s.params = params_.params();
   s.arena_size = params_.size();
   s.master = download<float>(backend_, params_.master());
-  nlohmann::json kinds = nlohmann::json::array();
-  for (const auto& [kind, tensor] : optimizer_->state_tensors()) {
-    s.optimizer.emplace_back(kind, download<float>(backend_, tensor));
-    kinds.push_back(kind);
-  }
+  for (const auto& [kind, tensor] : optimizer_->state_tensors()) s.optimizer.emplace_back(kind, download<float>(backend_, tensor));
   s.step_state = scaler_->read_state();
   s.step = steps_done_;
-  nlohmann::json names = nlohmann::json::array();
-  for (const ParamInfo& p : params_.params()) names.push_back(p.name);
-  s.config = {{"params", names},
-              {"optimizer_state", kinds},
-              {"hidden", config_.hidden},
-              {"activation", static_cast<int>(config_.activation)},
-              {"precision", precision_name(config_.precision)},
-              {"optimizer", optimizer_name(config_.optimizer.kind)},
-              {"seed", config_.seed},
-              {"batch_size", config_.batch_size},
-              {"accum_steps", config_.accum_steps},
-              {"world_size", comm_.world_size()},
-              {"data", config_.data}};
+  s.config = run_identity();
   return s;
+}
+
+nlohmann::json Trainer::run_identity() const {
+  nlohmann::json names = nlohmann::json::array(), kinds = nlohmann::json::array();
+  for (const ParamInfo& p : params_.params()) names.push_back(p.name);
+  for (const auto& [kind, tensor] : optimizer_->state_tensors()) kinds.push_back(kind);
+  return {{"params", names},
+          {"optimizer_state", kinds},
+          {"hidden", config_.hidden},
+          {"activation", static_cast<int>(config_.activation)},
+          {"precision", precision_name(config_.precision)},
+          {"optimizer", optimizer_name(config_.optimizer.kind)},
+          {"seed", config_.seed},
+          {"batch_size", config_.batch_size},
+          {"accum_steps", config_.accum_steps},
+          {"world_size", comm_.world_size()},
+          {"data", config_.data}};
 }
 
 std::string Trainer::save_checkpoint(std::int64_t step) const {
@@ -228,31 +229,32 @@ std::string Trainer::save_checkpoint(std::int64_t step) const {
 }
 
 void Trainer::restore(const CheckpointState& s) {
-  const CheckpointState mine = snapshot();
+  const nlohmann::json identity = run_identity();
+  const std::vector<ParamInfo>& params = params_.params();
   const std::string what = config_.resume.empty() ? std::string("checkpoint") : "--resume " + config_.resume;
   for (const char* key : {"hidden", "activation", "precision", "optimizer", "optimizer_state", "seed", "batch_size",
                           "accum_steps", "world_size", "data", "params"}) {
     HT_CHECK(s.config.contains(key), "{}: the checkpoint's config lacks '{}'", what, key);
-    HT_CHECK(s.config[key] == mine.config[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
-             s.config[key].dump(), mine.config[key].dump());
+    HT_CHECK(s.config[key] == identity[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
+             s.config[key].dump(), identity[key].dump());
   }
-  HT_CHECK(s.params.size() == mine.params.size(), "{}: the checkpoint has {} tensors, the model {}", what, s.params.size(),
-           mine.params.size());
+  HT_CHECK(s.params.size() == params.size(), "{}: the checkpoint has {} tensors, the model {}", what, s.params.size(),
+           params.size());
   for (std::size_t i = 0; i < s.params.size(); ++i)
-    HT_CHECK(s.params[i].name == mine.params[i].name && s.params[i].shape == mine.params[i].shape,
+    HT_CHECK(s.params[i].name == params[i].name && s.params[i].shape == params[i].shape,
              "{}: tensor '{}' is {} in the checkpoint, the model has '{}' {}", what, s.params[i].name,
-             s.params[i].shape.to_string(), mine.params[i].name, mine.params[i].shape.to_string());
+             s.params[i].shape.to_string(), params[i].name, params[i].shape.to_string());
   HT_CHECK(static_cast<int>(s.ranks.size()) == comm_.world_size(), "{}: written by {} ranks, this run has {}", what,
            s.ranks.size(), comm_.world_size());
   const nlohmann::json& me = s.ranks[static_cast<std::size_t>(comm_.rank())];
   HT_CHECK(me.value("rank", -1) == comm_.rank() && me.value("step", std::int64_t{-1}) == s.step,
            "{}: rank-{}.json does not describe rank {} at step {}", what, comm_.rank(), comm_.rank(), s.step);
   HT_CHECK(s.step <= total_steps_, "{}: the checkpoint is at step {}, beyond --steps {}", what, s.step, total_steps_);
-  HT_CHECK(s.optimizer.size() == mine.optimizer.size(), "{}: the optimizer state differs", what);
+  const auto state_tensors = optimizer_->state_tensors();
+  HT_CHECK(s.optimizer.size() == state_tensors.size(), "{}: the optimizer state differs", what);
   // Everything checked: now change state.
   upload(backend_, params_.master(), s.master);
   params_.refresh_working_copy(backend_);
-  const auto state_tensors = optimizer_->state_tensors();
   for (std::size_t i = 0; i < s.optimizer.size(); ++i) upload(backend_, state_tensors[i].second, s.optimizer[i].second);
   DeviceStepState d = s.step_state;
   d.control = StepControl{};

@@ -67,6 +67,7 @@ class Trainer {
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void inject_faults_at(std::int64_t step) const;
   void check_skip_streak(std::int64_t step);  // stops the run when overflows never end
+  nlohmann::json run_identity() const;        // what a checkpoint must match to be resumed here
 
   TrainConfig config_;
   Backend& backend_;

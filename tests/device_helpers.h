@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/backend.h"
+#include "tests/helpers.h"
 
 #include <catch2/catch.hpp>
 
@@ -34,16 +35,10 @@ template <class T> std::vector<T> get(Backend& b, const DeviceArray<T>& a) {
   return host;
 }
 
-// The GPU executors to test. A GPU executor this machine lacks is reported as skipped.
+// The GPU executors to test (tests/helpers.h: gpu_devices).
 inline std::vector<std::unique_ptr<Backend>> gpu_backends() {
   std::vector<std::unique_ptr<Backend>> out;
-#if HALFTAPE_HAVE_SIMT
-  out.push_back(make_backend(DeviceChoice::simt));
-#else
-  WARN("skipped on simt: this build has no SIMT emulator (no CUDA headers)");
-#endif
-  if (cuda_available()) out.push_back(make_backend(DeviceChoice::cuda));
-  else WARN("skipped on cuda: no GPU");
+  for (DeviceChoice d : gpu_devices()) out.push_back(make_backend(d));
   return out;
 }
 

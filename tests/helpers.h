@@ -49,6 +49,32 @@ inline double worst_error(const std::vector<double>& a, const std::vector<double
   return worst;
 }
 
+// The devices a training test runs on: the CPU reference and, when this build has it, the
+// emulator. A device left out is reported as skipped.
+inline std::vector<DeviceChoice> cpu_and_simt() {
+  std::vector<DeviceChoice> d = {DeviceChoice::cpu};
+#if HALFTAPE_HAVE_SIMT
+  d.push_back(DeviceChoice::simt);
+#else
+  WARN("skipped on simt: this build has no SIMT emulator");
+#endif
+  return d;
+}
+
+// The GPU executors: simt when this build has it, cuda when a GPU is present; a missing one is
+// reported as skipped.
+inline std::vector<DeviceChoice> gpu_devices() {
+  std::vector<DeviceChoice> out;
+#if HALFTAPE_HAVE_SIMT
+  out.push_back(DeviceChoice::simt);
+#else
+  WARN("skipped on simt: this build has no SIMT emulator (no CUDA headers)");
+#endif
+  if (cuda_available()) out.push_back(DeviceChoice::cuda);
+  else WARN("skipped on cuda: no GPU");
+  return out;
+}
+
 // A path in the temporary directory no other test process uses.
 inline std::filesystem::path unique_temp_path(const std::string& stem) {
   static int counter = 0;

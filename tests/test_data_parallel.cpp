@@ -22,16 +22,6 @@ using namespace ht::test;
 
 namespace {
 
-std::vector<DeviceChoice> devices() {
-  std::vector<DeviceChoice> d = {DeviceChoice::cpu};
-#if HALFTAPE_HAVE_SIMT
-  d.push_back(DeviceChoice::simt);
-#else
-  WARN("skipped on simt: this build has no SIMT emulator");
-#endif
-  return d;
-}
-
 struct DistributedRun {
   TrainSummary summary;
   std::vector<float> master;
@@ -87,7 +77,7 @@ TrainConfig dp_config(std::int64_t world) {
 
 TEST_CASE("data parallel: N ranks with batch B/N match one rank with batch B (fp32)", "[mpi]") {
   const int world = g_world->size();
-  for (DeviceChoice d : devices()) {
+  for (DeviceChoice d : cpu_and_simt()) {
     TrainConfig distributed = dp_config(world);
     const DistributedRun dist = train_distributed(distributed, d, 10);
     TrainConfig single = dp_config(1);
@@ -102,7 +92,7 @@ TEST_CASE("data parallel: N ranks with batch B/N match one rank with batch B (fp
 
 TEST_CASE("data parallel: N ranks × k micro-batches match one rank with batch B", "[mpi]") {
   const int world = g_world->size();
-  for (DeviceChoice d : devices()) {
+  for (DeviceChoice d : cpu_and_simt()) {
     TrainConfig distributed = dp_config(world);
     distributed.accum_steps = 2;
     distributed.batch_size = 32 / world / 2;
@@ -135,7 +125,7 @@ TEST_CASE("data parallel: with --accum-steps k every gradient is allreduced exac
 }
 
 TEST_CASE("data parallel: an overflow on rank 1 only makes every rank skip that step", "[mpi]") {
-  for (DeviceChoice d : devices()) {
+  for (DeviceChoice d : cpu_and_simt()) {
     TrainConfig c = dp_config(g_world->size());
     c.precision = Precision::fp16;
     c.steps = 8;

@@ -11,18 +11,6 @@ using namespace ht::test;
 
 namespace {
 
-std::vector<DeviceChoice> gpu_devices() {
-  std::vector<DeviceChoice> out;
-#if HALFTAPE_HAVE_SIMT
-  out.push_back(DeviceChoice::simt);
-#else
-  WARN("skipped on simt: this build has no SIMT emulator");
-#endif
-  if (cuda_available()) out.push_back(DeviceChoice::cuda);
-  else WARN("skipped on cuda: no GPU");
-  return out;
-}
-
 TrainConfig device_config(Precision p) {
   TrainConfig c = small_config(p);
   c.steps = 12;

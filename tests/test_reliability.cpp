@@ -21,14 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<DeviceChoice> devices() {
-  std::vector<DeviceChoice> d = {DeviceChoice::cpu};
-#if HALFTAPE_HAVE_SIMT
-  d.push_back(DeviceChoice::simt);
-#endif
-  return d;
-}
-
 TrainConfig resume_config() {
   TrainConfig c = small_config(Precision::fp16);
   c.synthetic.train_samples = 160;  // 5 steps an epoch: evaluations and epochs on both sides of the cut
@@ -64,7 +56,7 @@ void replace_with_valid_manifest(const fs::path& dir, const std::string& name, c
 }  // namespace
 
 TEST_CASE("resume: 10 steps + resume + 10 equals 20 straight, bit for bit, overflows in both halves", "[reliability]") {
-  for (DeviceChoice d : devices()) {
+  for (DeviceChoice d : cpu_and_simt()) {
     INFO("device " << static_cast<int>(d));
     const fs::path root = unique_temp_path("halftape-resume");
     TrainConfig straight = resume_config();

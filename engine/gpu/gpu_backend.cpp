@@ -102,20 +102,12 @@ class GpuBackend final : public Backend {
   std::string description() const override {
     if (kDevice == Device::simt) return fmt::format("simt (SIMT emulator, {} worker threads)", props_.multiProcessorCount);
     return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB{})", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
-                       static_cast<double>(props_.totalGlobalMem) / (1 << 30), uses_wgmma() ? ", wgmma GEMM" : "");
+                       static_cast<double>(props_.totalGlobalMem) / (1 << 30), use_wgmma_ ? ", wgmma GEMM" : "");
   }
 
 #if defined(HT_SIMT)
   double device_work_cpu_seconds() const override { return emu::device_work_cpu_seconds(); }
 #endif
-
-  bool uses_wgmma() const {
-#if defined(HT_SIMT)
-    return false;
-#else
-    return use_wgmma_;
-#endif
-  }
 
   // The simt device allocates exact sizes straight from the emulator, so AddressSanitizer and
   // the emulator's range checks see every buffer's true bounds; cuda caches.
@@ -204,8 +196,7 @@ class GpuBackend final : public Backend {
         return;
       }
 #endif
-      if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
-      else launch_gemm_mma_bf16(a, stream_);
+      mma_linear_gemm(a);
       return;
     }
 #if defined(HT_SIMT)
@@ -225,6 +216,10 @@ class GpuBackend final : public Backend {
   void update_scaler(const ScalerUpdateArgs& a) override { launch_update_scaler(a, stream_); }
   void sgd_step(const SgdArgs& a) override { launch_sgd_step(a, stream_); }
   void adamw_step(const AdamWArgs& a) override { launch_adamw_step(a, stream_); }
+  void mma_linear_gemm(const LinearGemmArgs& a) {
+    if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
+    else launch_gemm_mma_bf16(a, stream_);
+  }
   // FP32-output GEMM of the unfused path: cuBLAS under --gemm cublas, else the tiled kernel.
   void plain_gemm(const GemmArgs& g) {
 #if !defined(HT_SIMT)
@@ -288,12 +283,14 @@ class GpuBackend final : public Backend {
   bool wgmma_self_check() {
     const std::int64_t M = 200, N = 136, K = 264;
     std::vector<float> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(N * K));
-    std::uint64_t x = 88172645463325252ull;
-    for (float* v : {a.data(), b.data()})
-      for (std::size_t i = 0; i < (v == a.data() ? a.size() : b.size()); ++i) {
+    auto fill = [x = std::uint64_t{88172645463325252ull}](std::vector<float>& v) mutable {  // xorshift, in [-1, 1]
+      for (float& e : v) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        v[i] = static_cast<float>(static_cast<std::int64_t>(x % 2001) - 1000) / 1000.0f;
+        e = static_cast<float>(static_cast<std::int64_t>(x % 2001) - 1000) / 1000.0f;
       }
+    };
+    fill(a);
+    fill(b);
     bool ok = true;
     for (DType t : {DType::f16, DType::bf16}) {
       Tensor fa = empty(Shape{M * K}, DType::f32), fb = empty(Shape{N * K}, DType::f32);
@@ -309,8 +306,7 @@ class GpuBackend final : public Backend {
       args.bias = bias.data();
       args.act = Activation::gelu;
       args.out = out[0].data();
-      if (t == DType::f16) launch_gemm_mma_f16(args, stream_);
-      else launch_gemm_mma_bf16(args, stream_);
+      mma_linear_gemm(args);
       args.out = out[1].data();
       try {
         launch_gemm_wgmma(args, stream_);
@@ -333,8 +329,8 @@ class GpuBackend final : public Backend {
     if (!ok) fmt::print(stderr, "halftape: warning: the sm_90a GEMM disagrees with the mma.sync kernel; using the latter\n");
     return ok;
   }
-  bool use_wgmma_ = false;
 #endif
+  bool use_wgmma_ = false;  // sm_90 and self-checked (never on the emulator)
   GemmImpl gemm_impl_ = GemmImpl::native;
   bool capturing_ = false;
   std::vector<void*> graph_owned_;
