@@ -19,7 +19,7 @@ std::vector<GemmImpl> impls_for(const Harness& h) {
   return {GemmImpl::native, GemmImpl::tiled};  // no cuBLAS on the emulator or the CPU
 }
 
-// Times one linear GEMM; returns the median milliseconds.
+// Times one linear GEMM through `impl`, then puts the backend back on the native kernels.
 Timing time_linear(Harness& h, GemmImpl impl, const LinearGemmArgs& args) {
   Backend& b = h.backend();
   b.set_gemm_impl(impl);

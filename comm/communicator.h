@@ -16,6 +16,8 @@ namespace ht {
 
 enum class ReduceOp { sum, avg, max };
 enum class CommDType { f32, f16, bf16, i32 };
+std::size_t comm_dtype_size(CommDType t);
+CommDType comm_dtype(DType t);
 
 struct CommStats {
   std::int64_t allreduce_calls = 0;
@@ -47,11 +49,12 @@ class Communicator {
   void reset_stats() { stats_ = CommStats{}; }
 
  protected:
+  void count_allreduce(std::int64_t count, CommDType type) {  // every transport, on every call
+    ++stats_.allreduce_calls;
+    stats_.allreduce_bytes += count * static_cast<std::int64_t>(comm_dtype_size(type));
+  }
   CommStats stats_;
 };
-
-std::size_t comm_dtype_size(CommDType t);
-CommDType comm_dtype(DType t);
 
 std::unique_ptr<Communicator> make_single_process_communicator();
 

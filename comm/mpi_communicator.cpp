@@ -84,8 +84,7 @@ class MpiCommunicator final : public Communicator {
       HT_CHECK(type == CommDType::f32 || type == CommDType::i32, "allreduce max is for fp32 and int32");
       mop = MPI_MAX;
     }
-    ++stats_.allreduce_calls;
-    stats_.allreduce_bytes += count * static_cast<std::int64_t>(comm_dtype_size(type));
+    count_allreduce(count, type);
     MPI_Request request = MPI_REQUEST_NULL;
     HT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), dtype, mop, comm_, &request));
     std::function<void()> after;

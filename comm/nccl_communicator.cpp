@@ -112,13 +112,13 @@ class NcclCommunicator final : public Communicator {
   int local_rank() const override { return local_rank_; }
 
   void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
-    count_traffic(count, type);
+    count_allreduce(count, type);
     HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
     track(compute_, fmt::format("allreduce of {} elements", count));
   }
 
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
-    count_traffic(count, type);
+    count_allreduce(count, type);
     cudaEvent_t ready = nullptr, done = nullptr;
     HT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     HT_CUDA_CHECK(cudaEventRecord(ready, compute_));
@@ -142,11 +142,6 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  void count_traffic(std::int64_t count, CommDType type) {
-    ++stats_.allreduce_calls;
-    stats_.allreduce_bytes += count * static_cast<std::int64_t>(comm_dtype_size(type));
-  }
-
   // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
   // graph is being captured: there is nothing running to watch, only a recording.)
   void track(cudaStream_t stream, std::string what) {

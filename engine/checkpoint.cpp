@@ -221,10 +221,9 @@ CheckpointState read_checkpoint(const std::string& path) {
              "{}: checksum mismatch (the file is corrupt)", file.string());
     contents[name] = std::move(b);
   }
-  const std::vector<std::uint8_t> bytes[2] = {contents.at(kFiles[0]), contents.at(kFiles[1])};
   const std::string model_path = (dir / kFiles[0]).string(), state_path = (dir / kFiles[1]).string();
-  const SafeTensorsFile model = decode_safetensors(bytes[0], model_path);
-  const SafeTensorsFile state = decode_safetensors(bytes[1], state_path);
+  const SafeTensorsFile model = decode_safetensors(contents.at(kFiles[0]), model_path);
+  const SafeTensorsFile state = decode_safetensors(contents.at(kFiles[1]), state_path);
   HT_CHECK(state.metadata.count("halftape"), "{}: __metadata__ field 'halftape' is missing", state_path);
   nlohmann::json meta;
   try {
@@ -267,26 +266,24 @@ CheckpointState read_checkpoint(const std::string& path) {
     shape = t.shape.size() == 1 ? Shape{t.shape[0]} : Shape{t.shape[0], t.shape[1]};
     s.params.push_back({name, shape, 0});
   }
-  // Lay them out as ParamArena would, in the order the checkpoint's config lists them.
+  // Laid out by a ParamArena (never allocated), in the order the checkpoint's config lists them.
   const auto order = field<std::vector<std::string>>(s.config, "params", meta_what + ".config");
-  std::vector<ParamInfo> ordered;
-  std::int64_t offset = 0;
+  ParamArena layout;
   for (const std::string& name : order) {
     auto it = std::find_if(s.params.begin(), s.params.end(), [&](const ParamInfo& p) { return p.name == name; });
     HT_CHECK(it != s.params.end(), "{}: tensor '{}' is missing", model_path, name);
-    ordered.push_back({name, it->shape, offset});
-    offset += (it->shape.numel() + ParamArena::alignment - 1) / ParamArena::alignment * ParamArena::alignment;
+    layout.add(name, it->shape);
   }
-  HT_CHECK(ordered.size() == s.params.size(), "{}: has {} tensors, the config lists {}", model_path, s.params.size(),
-           ordered.size());
-  s.params = ordered;
-  s.arena_size = offset;
-  s.master.assign(static_cast<std::size_t>(offset), 0.0f);
+  HT_CHECK(layout.params().size() == s.params.size(), "{}: has {} tensors, the config lists {}", model_path,
+           s.params.size(), layout.params().size());
+  s.params = layout.params();
+  s.arena_size = layout.size();
+  s.master.assign(static_cast<std::size_t>(s.arena_size), 0.0f);
   for (const ParamInfo& p : s.params)
     std::memcpy(s.master.data() + p.offset, model.tensors.at(p.name).data.data(), static_cast<std::size_t>(p.shape.numel()) * 4);
 
   for (const auto& kind : field<std::vector<std::string>>(s.config, "optimizer_state", meta_what + ".config")) {
-    std::vector<float> arena(static_cast<std::size_t>(offset), 0.0f);
+    std::vector<float> arena(static_cast<std::size_t>(s.arena_size), 0.0f);
     for (const ParamInfo& p : s.params) {
       const std::string name = p.name + "." + kind;
       auto it = state.tensors.find(name);
