@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -85,11 +86,14 @@ void StepLog::step_queued(std::int64_t step, std::int64_t epoch) {
 void StepLog::enqueue_copy(std::int64_t last_step) {
   const std::int64_t first = copied_through_ + 1;
   if (first > last_step) return;
-  for (std::int64_t s = first; s <= last_step; ++s) {
+  // The steps' slots are contiguous in the ring except where it wraps: one copy per run of slots.
+  for (std::int64_t s = first; s <= last_step;) {
     const std::int64_t slot = (s - 1) % ring_;
-    backend_.download_async(host_records_ + slot, record_slot(s), sizeof(StepRecord));
+    const auto n = static_cast<std::size_t>(std::min(last_step - s + 1, ring_ - slot));
+    backend_.download_async(host_records_ + slot, record_slot(s), n * sizeof(StepRecord));
     backend_.download_async(host_flags_ + static_cast<std::size_t>(slot) * flags_per_step_, nonfinite_slot(s),
-                            flags_per_step_ * sizeof(std::int32_t));
+                            n * flags_per_step_ * sizeof(std::int32_t));
+    s += static_cast<std::int64_t>(n);
   }
   pending_.push_back({first, last_step, backend_.record_event()});
   copied_through_ = last_step;
