@@ -266,18 +266,20 @@ CheckpointState read_checkpoint(const std::string& path) {
     shape = t.shape.size() == 1 ? Shape{t.shape[0]} : Shape{t.shape[0], t.shape[1]};
     s.params.push_back({name, shape, 0});
   }
-  // Laid out by a ParamArena (never allocated), in the order the checkpoint's config lists them.
+  // Lay them out as ParamArena does, in the order the checkpoint's config lists them.
   const auto order = field<std::vector<std::string>>(s.config, "params", meta_what + ".config");
-  ParamArena layout;
+  std::vector<ParamInfo> ordered;
+  std::int64_t offset = 0;
   for (const std::string& name : order) {
     auto it = std::find_if(s.params.begin(), s.params.end(), [&](const ParamInfo& p) { return p.name == name; });
     HT_CHECK(it != s.params.end(), "{}: tensor '{}' is missing", model_path, name);
-    layout.add(name, it->shape);
+    ordered.push_back({name, it->shape, offset});
+    offset += ParamArena::padded(it->shape.numel());
   }
-  HT_CHECK(layout.params().size() == s.params.size(), "{}: has {} tensors, the config lists {}", model_path,
-           s.params.size(), layout.params().size());
-  s.params = layout.params();
-  s.arena_size = layout.size();
+  HT_CHECK(ordered.size() == s.params.size(), "{}: has {} tensors, the config lists {}", model_path, s.params.size(),
+           ordered.size());
+  s.params = ordered;
+  s.arena_size = offset;
   s.master.assign(static_cast<std::size_t>(s.arena_size), 0.0f);
   for (const ParamInfo& p : s.params)
     std::memcpy(s.master.data() + p.offset, model.tensors.at(p.name).data.data(), static_cast<std::size_t>(p.shape.numel()) * 4);

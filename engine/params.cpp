@@ -5,7 +5,7 @@ namespace ht {
 int ParamArena::add(std::string name, Shape shape) {
   HT_ASSERT(!master_.defined());
   params_.push_back({std::move(name), shape, size_});
-  size_ += (shape.numel() + alignment - 1) / alignment * alignment;
+  size_ += padded(shape.numel());
   return static_cast<int>(params_.size()) - 1;
 }
 

@@ -23,6 +23,8 @@ struct ParamInfo {
 class ParamArena {
  public:
   static constexpr std::int64_t alignment = 128;  // elements; 512 B of fp32, keeps GEMM loads aligned
+  // The room a parameter of `numel` elements takes in the arena (checkpoints lay out the same way).
+  static constexpr std::int64_t padded(std::int64_t numel) { return (numel + alignment - 1) / alignment * alignment; }
 
   int add(std::string name, Shape shape);   // only before allocate()
   void allocate(Backend& backend, DType working_dtype);

@@ -8,8 +8,13 @@ cd "$(dirname "$0")"
 seconds=${1:-45}
 here=$PWD
 build=${HALFTAPE_FUZZ_BUILD:-$here/../../build-fuzz}
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" >/dev/null
+# Quiet unless the build fails; then its output says why.
+if ! out=$(CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo 2>&1 &&
+           ninja -C "$build" 2>&1); then
+  echo "$out" | tail -40
+  echo "FAIL fuzz: the fuzz targets do not build"
+  exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 jobs=${HALFTAPE_JOBS:-$(nproc)}
