@@ -7,7 +7,7 @@
 set(HT_KERNEL_SOURCES
   kernels/elementwise.cu kernels/gemm_tiled.cu kernels/bias_act.cu kernels/cross_entropy.cu
   kernels/grad_stats.cu kernels/optimizers.cu kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu)
-set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp)
+set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp engine/gpu/wgmma_self_check.cpp)
 
 set(HALFTAPE_HAVE_CUDA OFF)
 set(HALFTAPE_HAVE_SIMT OFF)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ht {
 
@@ -44,6 +45,17 @@ class Communicator {
   virtual std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+
+  // The control plane: host-side collectives for decisions every rank takes together (start-up
+  // checks, stopping on a signal). They wait for no device work; a rank that does not arrive
+  // within the deadline is an error. `what` names the decision in that error.
+  virtual std::vector<std::string> allgather(const std::string& mine, const std::string& what) = 0;
+  virtual int allreduce_max(int value, const std::string& what) = 0;
+
+  // Hands device work queued so far (a replayed CUDA graph, with the collectives inside it) to
+  // the transport's watchdog, which fails the job if it does not finish within the deadline.
+  // A no-op where collectives are waited for on the host.
+  virtual void watch_queued_work(const std::string& what) {}
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = CommStats{}; }

@@ -6,9 +6,16 @@
 
 #include <mpi.h>
 
+#include <string>
+
 namespace ht {
 [[noreturn]] void mpi_call_failed(const char* call, int code, const char* file, int line);
-}
+
+// Polls a non-blocking request until it completes; past `timeout_s` seconds that is an error
+// ("WHAT did not complete within T s (--comm-timeout): another rank has died or hangs").
+// Returns the seconds spent waiting.
+double mpi_wait(MPI_Request& request, double timeout_s, const std::string& what);
+}  // namespace ht
 
 #define HT_MPI_CHECK(call)                                                       \
   do {                                                                           \

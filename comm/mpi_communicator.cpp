@@ -3,15 +3,11 @@
 #include "comm/mpi_check.h"
 #include "engine/dtype.h"
 
-#include <chrono>
 #include <functional>
-#include <thread>
 
 namespace ht {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // MPI has no 16-bit floats: sum them through fp32, rounding each partial sum as the wire would.
 template <class T> void sum16(void* in, void* inout, int* len, MPI_Datatype*) {
@@ -110,20 +106,13 @@ class MpiCommunicator final : public Communicator {
     MpiRequest(*this, request, "barrier", nullptr).wait();
   }
 
-  // Polls until done; a deadline turns a dead or hung peer into an error on this rank.
-  void wait(MPI_Request& request, const std::string& what) {
-    const Clock::time_point start = Clock::now();
-    for (int polls = 0;; ++polls) {
-      int done = 0;
-      HT_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-      if (done) break;
-      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-      HT_CHECK(waited < timeout_, "{} did not complete within {:g} s (--comm-timeout): another rank has died or hangs",
-               what, timeout_);
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  // Waits with the deadline: a dead or hung peer becomes an error on this rank.
+  void wait(MPI_Request& request, const std::string& what) { stats_.wait_seconds += mpi_wait(request, timeout_, what); }
+
+  std::vector<std::string> allgather(const std::string& mine, const std::string& what) override {
+    return world_.allgather(mine, timeout_, what);
   }
+  int allreduce_max(int value, const std::string& what) override { return world_.allreduce_max(value, timeout_, what); }
 
  private:
   const MpiWorld& world_;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace ht {
 
@@ -20,6 +22,12 @@ class MpiWorld {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }  // rank among the processes on this node
+
+  // The control plane: small host-side collectives over every rank of the job, for start-up
+  // checks and decisions every rank must take together (stop on a signal). Each has a deadline:
+  // a rank that never arrives is an error naming `what`, never a hang. Main thread only.
+  std::vector<std::string> allgather(const std::string& mine, double timeout_s, const std::string& what) const;
+  int allreduce_max(int value, double timeout_s, const std::string& what) const;
 
   // Ends every process of the job (after this one has printed its error).
   [[noreturn]] static void abort(int code);

@@ -1,6 +1,7 @@
 #include "comm/nccl_communicator.h"
 
 #include "comm/mpi_check.h"
+#include "comm/watchdog.h"
 #include "engine/backend.h"
 #include "engine/gpu/runtime.h"  // HT_CUDA_CHECK
 
@@ -83,6 +84,7 @@ class NcclCommunicator final : public Communicator {
         timeout_(timeout) {
     HT_CHECK(backend.device() == Device::cuda && compute_, "--comm nccl needs --device cuda");
     HT_CHECK(timeout > 0, "--comm-timeout must be positive");
+    HT_CUDA_CHECK(cudaGetDevice(&device_));  // the backend's GPU: the watchdog thread works on it too
     ncclUniqueId id{};
     if (rank_ == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
     if (world_) HT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
@@ -138,8 +140,19 @@ class NcclCommunicator final : public Communicator {
 
   void barrier() override {
     HT_CUDA_CHECK(cudaStreamSynchronize(compute_));
-    if (world_) HT_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (world_) world_->allreduce_max(0, timeout_, "barrier");
   }
+
+  // The control plane runs over MPI on the host, as the bootstrap did.
+  std::vector<std::string> allgather(const std::string& mine, const std::string& what) override {
+    return world_ ? world_->allgather(mine, timeout_, what) : std::vector<std::string>{mine};
+  }
+  int allreduce_max(int value, const std::string& what) override {
+    return world_ ? world_->allreduce_max(value, timeout_, what) : value;
+  }
+
+  // A replayed CUDA graph holds collectives too: an event after it, watched like the others.
+  void watch_queued_work(const std::string& what) override { track(compute_, what); }
 
  private:
   // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
@@ -155,31 +168,34 @@ class NcclCommunicator final : public Communicator {
     in_flight_.push_back({e, Clock::now(), std::move(what)});
   }
 
-  // The watchdog: PyTorch's NCCL watchdog in miniature.
+  // The watchdog: PyTorch's NCCL watchdog in miniature. It never calls MPI (this MPI is
+  // initialised for the main thread only): on a problem it prints, aborts the NCCL
+  // communicator and exits the process, and mpirun then ends the job.
   void watch() {
+    const cudaError_t set = cudaSetDevice(device_);  // events and NCCL live on this GPU
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) {
+      std::string problem = set == cudaSuccess ? "" : fmt::format("cudaSetDevice({}) in the watchdog: {}", device_,
+                                                                  cudaGetErrorString(set));
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
-      std::string problem;
-      if (async != ncclSuccess && async != ncclInProgress) problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
+      if (problem.empty() && async != ncclSuccess && async != ncclInProgress)
+        problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
       while (problem.empty() && !in_flight_.empty()) {
         InFlight& f = in_flight_.front();
         const cudaError_t q = cudaEventQuery(f.event);
-        if (q == cudaSuccess) {
-          cudaEventDestroy(f.event);
-          in_flight_.pop_front();
-          continue;
-        }
+        const WatchedState state = q == cudaSuccess ? WatchedState::done
+                                   : q == cudaErrorNotReady ? WatchedState::running : WatchedState::failed;
         const double age = std::chrono::duration<double>(Clock::now() - f.issued).count();
-        if (age > timeout_) problem = fmt::format("{} did not complete within {:g} s (--comm-timeout): another rank has died or hangs", f.what, timeout_);
-        break;
+        problem = watchdog_problem(state, cudaGetErrorString(q), age, timeout_, f.what);
+        if (state != WatchedState::done) break;
+        cudaEventDestroy(f.event);
+        in_flight_.pop_front();
       }
       if (!problem.empty()) {
         std::fprintf(stderr, "halftape: error: rank %d of %d: %s\n", rank(), world_size(), problem.c_str());
         std::fflush(stderr);
         ncclCommAbort(comm_);
-        if (world_) MpiWorld::abort(1);
         std::_Exit(1);
       }
     }
@@ -193,6 +209,7 @@ class NcclCommunicator final : public Communicator {
 
   const MpiWorld* world_;
   int rank_, size_, local_rank_;
+  int device_ = 0;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   double timeout_;

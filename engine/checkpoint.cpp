@@ -8,7 +8,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +70,8 @@ std::string_view as_chars(const std::vector<std::uint8_t>& v) {
 }
 
 std::vector<std::uint8_t> read_file(const fs::path& p) {
+  std::error_code ec;
+  HT_CHECK(fs::is_regular_file(p, ec), "{}: not a regular file", p.string());
   std::ifstream in(p, std::ios::binary);
   HT_CHECK(in.good(), "{}: cannot open", p.string());
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -75,6 +80,48 @@ std::vector<std::uint8_t> read_file(const fs::path& p) {
 }
 
 std::string step_dir_name(std::int64_t step) { return fmt::format("step-{:08}", step); }
+
+// The step of a directory named exactly as step_dir_name names them, else -1 ("step-0-backup",
+// "step-5", "step-00000005.old" are not halftape's and are never touched).
+std::int64_t step_of_dir_name(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() < 13) return -1;
+  std::int64_t step = 0;
+  const char* digits = name.data() + 5;
+  const auto [end, ec] = std::from_chars(digits, name.data() + name.size(), step);
+  if (ec != std::errc() || end != name.data() + name.size() || step < 0 || step_dir_name(step) != name) return -1;
+  return step;
+}
+
+// What ROOT/latest names ("" when there is none).
+std::string latest_name(const fs::path& root) {
+  std::ifstream in(root / "latest");
+  std::string name;
+  in >> name;
+  return name;
+}
+
+// Renames `dir` to `aside` (replacing a leftover there), then the caller deletes it at leisure:
+// a kill in between leaves `aside`, which no reader loads, never a half-deleted `dir`.
+void rename_aside(const fs::path& dir, const fs::path& aside) {
+  std::error_code ec;
+  fs::remove_all(aside, ec);
+  fs::rename(dir, aside, ec);
+  HT_CHECK(!ec, "{}: cannot rename to {}: {}", dir.string(), aside.filename().string(), ec.message());
+}
+
+// A file name a manifest may list: a plain name inside the checkpoint directory.
+bool plain_file_name(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') return false;
+  return name != "manifest.json";
+}
+
+// Refuses a non-finite value: a checkpoint holding NaN would poison every step after resuming.
+void require_finite(const float* values, std::size_t n, const std::string& file, const std::string& tensor) {
+  for (std::size_t i = 0; i < n; ++i)
+    HT_CHECK(std::isfinite(values[i]), "{}: tensor '{}' holds a non-finite value ({}) at element {}", file, tensor, values[i], i);
+}
 
 // A named, unpadded view of one parameter inside an arena-sized host vector.
 SafeTensorView param_view(const ParamInfo& p, const std::vector<float>& arena, const std::string& name) {
@@ -107,13 +154,38 @@ std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
   return (fs::path(root) / (".tmp-" + step_dir_name(step))).string();
 }
 
+void check_save_directory(const std::string& root, int rank) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  HT_CHECK(!ec, "--save {}: cannot create the directory: {}", root, ec.message());
+  HT_CHECK(fs::is_directory(root, ec), "--save {}: not a directory", root);
+  const fs::path probe = fs::path(root) / fmt::format(".write-test-rank-{}", rank);
+  try {
+    write_file_durably(probe, "halftape checks that --save can be written\n");
+  } catch (const Error& e) {
+    fs::remove(probe, ec);
+    fail(fmt::format("--save {}: cannot write there: {}", root, e.what()));
+  }
+  fs::remove(probe, ec);
+  HT_CHECK(!ec, "--save {}: cannot remove {}: {}", root, probe.string(), ec.message());
+}
+
 void begin_checkpoint(const std::string& root, std::int64_t step) {
   std::error_code ec;
   fs::create_directories(root, ec);
   HT_CHECK(!ec, "--save {}: cannot create directory: {}", root, ec.message());
-  // Leftovers of saves that died half-way are never loaded (they were never renamed): clear them.
-  for (const auto& entry : fs::directory_iterator(root))
-    if (entry.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(entry.path(), ec);
+  // Leftovers of saves that died half-way are never loaded: clear them. A step moved aside to
+  // be replaced whose replacement never landed is complete: it goes back under its name.
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".trash-", 0) == 0) {
+      fs::remove_all(entry.path(), ec);
+    } else if (name.rfind(".replaced-", 0) == 0) {
+      const fs::path original = fs::path(root) / name.substr(10);
+      if (fs::exists(original)) fs::remove_all(entry.path(), ec);
+      else fs::rename(entry.path(), original, ec);
+    }
+  }
   const fs::path staging = checkpoint_staging_dir(root, step);
   fs::create_directory(staging, ec);
   HT_CHECK(!ec, "{}: cannot create: {}", staging.string(), ec.message());
@@ -123,8 +195,11 @@ void write_rank_file(const std::string& staging, int rank, const nlohmann::json&
   write_file_durably(fs::path(staging) / fmt::format("rank-{}.json", rank), content.dump(2) + "\n");
 }
 
-std::string commit_checkpoint(const std::string& root, const CheckpointState& s, int world_size, int keep,
-                              const std::function<void()>& after_each_file) {
+CommitResult commit_checkpoint(const std::string& root, const CheckpointState& s, int world_size, int keep,
+                               const std::function<void(SavePoint)>& hook) {
+  auto at = [&](SavePoint p) {
+    if (hook) hook(p);
+  };
   std::vector<SafeTensorView> model, optimizer;
   for (const ParamInfo& p : s.params) {
     model.push_back(param_view(p, s.master, p.name));
@@ -142,7 +217,7 @@ std::string commit_checkpoint(const std::string& root, const CheckpointState& s,
   for (std::size_t i = 0; i < 2; ++i) {
     write_file_durably(staging / kFiles[i], as_chars(files[i]));
     manifest["files"][kFiles[i]] = {{"bytes", files[i].size()}, {"crc32", crc32_of(files[i])}};
-    if (after_each_file) after_each_file();
+    at(SavePoint::file_written);
   }
   for (int r = 0; r < world_size; ++r) {  // the ranks' own files, already in place
     const std::string name = fmt::format("rank-{}.json", r);
@@ -151,12 +226,19 @@ std::string commit_checkpoint(const std::string& root, const CheckpointState& s,
     manifest["files"][name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
   }
   write_file_durably(staging / "manifest.json", manifest.dump(2) + "\n");
-  if (after_each_file) after_each_file();
+  at(SavePoint::file_written);
   fsync_path(staging, O_RDONLY | O_DIRECTORY);
 
-  // Replace an older checkpoint of the same step (a rerun) only once the new one is complete.
+  // Saving a step that exists (a resumed run ending on a saved step): the old copy is renamed
+  // aside, the new one renamed into place, and only then is the old one deleted. A kill in
+  // between leaves the old copy under .replaced-step-N, where the reader finds it.
   std::error_code ec;
-  if (fs::exists(final_dir)) fs::remove_all(final_dir);
+  const fs::path replaced = fs::path(root) / (".replaced-" + step_dir_name(s.step));
+  const bool replacing = fs::exists(final_dir);
+  if (replacing) {
+    rename_aside(final_dir, replaced);
+    at(SavePoint::old_moved_aside);
+  }
   fs::rename(staging, final_dir, ec);
   HT_CHECK(!ec, "{}: cannot rename into place: {}", final_dir.string(), ec.message());
   const fs::path latest_tmp = fs::path(root) / ".latest.tmp";
@@ -164,32 +246,53 @@ std::string commit_checkpoint(const std::string& root, const CheckpointState& s,
   fs::rename(latest_tmp, fs::path(root) / "latest", ec);
   HT_CHECK(!ec, "{}/latest: cannot update: {}", root, ec.message());
   fsync_path(root, O_RDONLY | O_DIRECTORY);
+  if (replacing) fs::remove_all(replaced, ec);
 
-  if (keep > 0) {
-    std::vector<fs::path> steps;
-    for (const auto& entry : fs::directory_iterator(root))
-      if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0) steps.push_back(entry.path());
-    std::sort(steps.begin(), steps.end());
-    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i) fs::remove_all(steps[i]);
+  CommitResult result{final_dir.string(), {}};
+  if (keep > 0) result.removed = rotate_checkpoints(root, keep, hook);
+  return result;
+}
+
+std::vector<std::string> rotate_checkpoints(const std::string& root, int keep, const std::function<void(SavePoint)>& hook) {
+  std::vector<std::pair<std::int64_t, fs::path>> steps;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::int64_t step = step_of_dir_name(entry.path().filename().string());
+    if (step >= 0 && entry.is_directory()) steps.emplace_back(step, entry.path());
   }
-  return final_dir.string();
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first > b.first; });  // newest first
+  const std::string latest = latest_name(root);
+  std::vector<std::string> removed;
+  for (std::size_t i = static_cast<std::size_t>(keep); i < steps.size(); ++i) {
+    const fs::path& dir = steps[i].second;
+    if (dir.filename().string() == latest) continue;  // what `latest` names always stays
+    const fs::path trash = fs::path(root) / (".trash-" + dir.filename().string());
+    rename_aside(dir, trash);
+    if (hook) hook(SavePoint::rotated_to_trash);
+    std::error_code ec;
+    fs::remove_all(trash, ec);
+    removed.push_back(dir.string());
+  }
+  return removed;
 }
 
 std::string write_checkpoint(const std::string& root, const CheckpointState& s, int keep) {
   begin_checkpoint(root, s.step);
   write_rank_file(checkpoint_staging_dir(root, s.step), 0, {{"rank", 0}, {"world_size", 1}, {"step", s.step}});
-  return commit_checkpoint(root, s, 1, keep);
+  return commit_checkpoint(root, s, 1, keep).dir;
 }
 
 CheckpointState read_checkpoint(const std::string& path) {
   fs::path dir = path;
-  if (fs::exists(dir / "latest") && !fs::exists(dir / "manifest.json")) {
-    std::string name;
-    std::ifstream(dir / "latest") >> name;
-    HT_CHECK(!name.empty() && name.find('/') == std::string::npos, "{}/latest: does not name a checkpoint", path);
-    dir /= name;
-  }
   HT_CHECK(fs::is_directory(dir), "{}: no checkpoint here (no such directory)", dir.string());
+  if (!fs::exists(dir / "manifest.json")) {
+    HT_CHECK(fs::exists(dir / "latest"), "{}: not a checkpoint (no manifest.json) nor a --save directory (no latest)", path);
+    const std::string name = latest_name(dir);
+    HT_CHECK(step_of_dir_name(name) >= 0, "{}/latest: does not name a checkpoint ('{}')", path, name);
+    dir /= name;
+    // A kill while a step was being saved again leaves the old copy aside: it is complete.
+    if (!fs::exists(dir) && fs::is_directory(fs::path(path) / (".replaced-" + name))) dir = fs::path(path) / (".replaced-" + name);
+    HT_CHECK(fs::is_directory(dir), "{}/latest names {}, which does not exist", path, name);
+  }
   const fs::path manifest_path = dir / "manifest.json";
   HT_CHECK(fs::exists(manifest_path), "{}: missing (not a checkpoint directory?)", manifest_path.string());
   nlohmann::json manifest;
@@ -210,7 +313,7 @@ CheckpointState read_checkpoint(const std::string& path) {
     HT_CHECK(manifest["files"].contains(required), "{}: field 'files.{}' is missing", mwhat, required);
   std::map<std::string, std::vector<std::uint8_t>> contents;
   for (const auto& [name, entry] : manifest["files"].items()) {
-    HT_CHECK(name.find('/') == std::string::npos && name != "manifest.json", "{}: field 'files' lists '{}'", mwhat, name);
+    HT_CHECK(plain_file_name(name), "{}: field 'files' lists '{}', which is not a file name of a checkpoint", mwhat, name);
     const fs::path file = dir / name;
     HT_CHECK(fs::exists(file), "{}: missing", file.string());
     std::vector<std::uint8_t> b = read_file(file);
@@ -257,6 +360,8 @@ CheckpointState read_checkpoint(const std::string& path) {
   s.step_state.steps_skipped = field<std::int64_t>(scaler, "steps_skipped", scaler_what);
   HT_CHECK(s.step >= 0 && s.step_state.steps_taken + s.step_state.steps_skipped == s.step,
            "{}: field 'step' ({}) disagrees with steps taken + skipped", meta_what, s.step);
+  HT_CHECK(valid_loss_scale(s.step_state.scaler.scale), "{}: field 'scale' is {:g}, not a usable loss scale (finite, at "
+           "least {:g})", scaler_what, s.step_state.scaler.scale, kMinLossScale);
 
   // The model's tensors, in file order; the caller checks them against its own layout.
   for (const auto& [name, t] : model.tensors) {
@@ -281,8 +386,10 @@ CheckpointState read_checkpoint(const std::string& path) {
   s.params = ordered;
   s.arena_size = offset;
   s.master.assign(static_cast<std::size_t>(s.arena_size), 0.0f);
-  for (const ParamInfo& p : s.params)
+  for (const ParamInfo& p : s.params) {
     std::memcpy(s.master.data() + p.offset, model.tensors.at(p.name).data.data(), static_cast<std::size_t>(p.shape.numel()) * 4);
+    require_finite(s.master.data() + p.offset, static_cast<std::size_t>(p.shape.numel()), model_path, p.name);
+  }
 
   for (const auto& kind : field<std::vector<std::string>>(s.config, "optimizer_state", meta_what + ".config")) {
     std::vector<float> arena(static_cast<std::size_t>(s.arena_size), 0.0f);
@@ -293,6 +400,7 @@ CheckpointState read_checkpoint(const std::string& path) {
       HT_CHECK(it->second.dtype == "F32" && it->second.data.size() == static_cast<std::size_t>(p.shape.numel()) * 4,
                "{}: tensor '{}' has the wrong dtype or shape", state_path, name);
       std::memcpy(arena.data() + p.offset, it->second.data.data(), it->second.data.size());
+      require_finite(arena.data() + p.offset, static_cast<std::size_t>(p.shape.numel()), state_path, name);
     }
     s.optimizer.emplace_back(kind, std::move(arena));
   }

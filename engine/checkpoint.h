@@ -7,10 +7,14 @@
 //                               position), one per rank of a data-parallel job;
 //   manifest.json               size and CRC-32 of every file above.
 // It is written under a temporary name, fsync'd, and renamed into place, so a crash leaves
-// either the complete new checkpoint or none; ROOT/latest names the newest one. See
+// either the complete new checkpoint or none; ROOT/latest names the newest one. Nothing is ever
+// deleted in place: a directory is renamed aside first (".replaced-step-N" when a step is saved
+// again, ".trash-step-N" when --keep rotates it out) and removed afterwards, so a kill at any
+// moment leaves no half-deleted checkpoint under a name halftape loads. See
 // docs/reliability.md for the guarantees.
 #pragma once
 
+#include "engine/fault_injection.h"
 #include "engine/params.h"
 #include "kernels/step_state.h"
 
@@ -34,23 +38,39 @@ struct CheckpointState {
   std::vector<nlohmann::json> ranks;  // rank-R.json of every rank (read back only)
 };
 
+// Checks at start-up, before any training, that ROOT can be created and written (a probe file
+// named for this rank is written, fsync'd and removed); throws naming ROOT and the reason.
+void check_save_directory(const std::string& root, int rank);
+
 // Writing happens in three phases, so that every rank of a data-parallel job adds its file:
-//   rank 0:     begin_checkpoint    a fresh staging directory (any stale one is removed);
+//   rank 0:     begin_checkpoint    a fresh staging directory (leftovers of dead saves removed);
 //   every rank: write_rank_file     its rank-R.json, into the staging directory;
-//   rank 0:     commit_checkpoint   the shared files and the manifest, then the rename.
-// The callers separate the phases with barriers. `after_each_file` runs after every file
-// the commit writes (a hook for the kill-during-save test).
+//   rank 0:     commit_checkpoint   the shared files and the manifest, then the rename, then
+//                                   --keep's rotation.
+// The callers separate the phases with barriers. `hook` is called at each SavePoint (the
+// kill-during-save tests); it may be empty.
 std::string checkpoint_staging_dir(const std::string& root, std::int64_t step);
 void begin_checkpoint(const std::string& root, std::int64_t step);
 void write_rank_file(const std::string& staging, int rank, const nlohmann::json& content);
-std::string commit_checkpoint(const std::string& root, const CheckpointState& state, int world_size, int keep,
-                              const std::function<void()>& after_each_file = {});
+struct CommitResult {
+  std::string dir;                   // the checkpoint written
+  std::vector<std::string> removed;  // checkpoints --keep rotated out
+};
+CommitResult commit_checkpoint(const std::string& root, const CheckpointState& state, int world_size, int keep,
+                               const std::function<void(SavePoint)>& hook = {});
+
+// --keep K: of the directories named exactly as halftape names checkpoints (step-NNNNNNNN),
+// the K with the highest step numbers stay, and so does the one `latest` names (the one just
+// written); the others are renamed to the trash and deleted. Returns what was removed.
+std::vector<std::string> rotate_checkpoints(const std::string& root, int keep, const std::function<void(SavePoint)>& hook = {});
 
 // All three phases for one process. Returns the checkpoint's directory.
 std::string write_checkpoint(const std::string& root, const CheckpointState& state, int keep);
 
 // Reads a checkpoint directory, or ROOT (following ROOT/latest). Every file's size and CRC-32
-// are verified before anything is parsed; every error names the file and the field.
+// are verified before anything is parsed; weights, optimizer state and the loss scale must be
+// finite (a checkpoint holding NaN would poison every step after it); every error names the
+// file and the field.
 CheckpointState read_checkpoint(const std::string& path);
 
 }  // namespace ht

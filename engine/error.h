@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ht {
 
@@ -16,9 +18,31 @@ class Error : public std::runtime_error {
 
 [[noreturn]] inline void fail(const std::string& message) { throw Error(message); }
 
+// A failure every rank of a data-parallel job reaches at the same point with the same message
+// (the ranks disagree on a setting, a run stopped on endless overflows): the CLI prints it once,
+// on rank 0, and every rank exits non-zero on its own - nothing is left waiting to be aborted.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+[[noreturn]] inline void fail_collectively(const std::string& message) { throw CollectiveError(message); }
+
 // A library call (CUDA, NCCL, MPI) failed: "CALL failed: ERROR (FILE:LINE)". Each library has
 // its one check macro on top of this (HT_CUDA_CHECK, HT_NCCL_CHECK, HT_MPI_CHECK).
 [[noreturn]] void call_failed(const char* call, const char* error, const char* file, int line);
+
+// Counts derived from user input (samples per step, total steps, parameter counts): an overflow
+// is an error naming what was being computed, never a wrapped, negative or trapping value.
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail(fmt::format("{}: {} × {} does not fit in 64 bits", what, a, b));
+  return r;
+}
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) fail(fmt::format("{}: {} + {} does not fit in 64 bits", what, a, b));
+  return r;
+}
 
 }  // namespace ht
 

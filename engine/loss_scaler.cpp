@@ -8,13 +8,18 @@ constexpr std::int64_t kGradChunk = 1 << 16;  // elements per chunk of the unsca
 
 LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled)
     : backend_(backend), params_(params), config_(config), enabled_(scaling_enabled) {
-  HT_CHECK(config.init_scale > 0 && std::isfinite(config.init_scale), "--init-scale must be positive and finite");
+  // Unscaling multiplies by 1/scale: every scale the scaler can reach must have a finite inverse.
+  HT_CHECK(valid_loss_scale(config.init_scale), "--init-scale {:g}: a loss scale must be finite and at least {:g} (its "
+           "inverse must be a finite fp32 number)", config.init_scale, kMinLossScale);
+  HT_CHECK(valid_loss_scale(config.min_scale), "--min-scale {:g}: a loss scale must be finite and at least {:g}",
+           config.min_scale, kMinLossScale);
+  HT_CHECK(valid_loss_scale(config.max_scale), "loss scaler max scale {:g} is not a valid loss scale", config.max_scale);
   HT_CHECK(config.growth_factor > 1, "loss scaler growth factor must be > 1");
   HT_CHECK(config.backoff_factor > 0 && config.backoff_factor < 1, "loss scaler backoff factor must be in (0, 1)");
   HT_CHECK(config.growth_interval > 0, "--growth-interval must be positive");
   HT_CHECK(config.hysteresis > 0, "--hysteresis must be positive");
-  HT_CHECK(config.min_scale > 0 && config.min_scale <= config.init_scale,
-           "--min-scale ({}) must be positive and at most the initial scale ({})", config.min_scale, config.init_scale);
+  HT_CHECK(config.min_scale <= config.init_scale, "--min-scale ({:g}) must be at most the initial scale ({:g})",
+           config.min_scale, config.init_scale);
   if (!enabled_) config_.dynamic = 0;
 
   DeviceStepState initial;
@@ -62,6 +67,10 @@ DeviceStepState LossScaler::read_state() const {
   return s;
 }
 
-void LossScaler::write_state(const DeviceStepState& s) { backend_.upload(state(), &s, sizeof(s)); }
+void LossScaler::write_state(const DeviceStepState& s) {
+  HT_CHECK(valid_loss_scale(s.scaler.scale), "loss scale {:g} is not a valid loss scale (finite, at least {:g})", s.scaler.scale,
+           kMinLossScale);
+  backend_.upload(state(), &s, sizeof(s));
+}
 
 }  // namespace ht

@@ -6,8 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 namespace ht {
 
@@ -25,10 +28,36 @@ std::string format_duration(double seconds) {
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 }  // namespace
 
+// The --metrics file: whole lines, every write and flush checked.
+class MetricsFile {
+ public:
+  MetricsFile(std::string path, bool append) : path_(std::move(path)) {
+    file_ = std::fopen(path_.c_str(), append ? "a" : "w");
+    HT_CHECK(file_, "--metrics {}: cannot open for writing: {}", path_, std::strerror(errno));
+  }
+  ~MetricsFile() {
+    if (file_) std::fclose(file_);
+  }
+  void write_line(const std::string& line) {
+    if (std::fputs(line.c_str(), file_) < 0 || std::fputc('\n', file_) == EOF) failed();
+  }
+  void flush() {
+    if (std::fflush(file_) != 0) failed();
+  }
+
+ private:
+  [[noreturn]] void failed() {
+    const int err = errno;
+    fail(fmt::format("--metrics {}: write failed: {} (the file may end in a partial record)", path_, std::strerror(err)));
+  }
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
 StepLog::StepLog(Backend& backend, StepLogConfig config)
     : backend_(backend),
       config_(std::move(config)),
-      ring_(2 * config_.log_every),
+      ring_(2 * config_.readback_every),
       flags_per_step_(std::max<std::size_t>(1, config_.param_names.size())) {
   records_ = backend.buffer(static_cast<std::size_t>(ring_) * sizeof(StepRecord));
   flags_ = backend.buffer(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t));
@@ -36,12 +65,12 @@ StepLog::StepLog(Backend& backend, StepLogConfig config)
   host_flags_memory_ = backend.pinned(static_cast<std::size_t>(ring_) * flags_per_step_ * sizeof(std::int32_t));
   host_records_ = static_cast<StepRecord*>(host_records_memory_.get());
   host_flags_ = static_cast<std::int32_t*>(host_flags_memory_.get());
-  if (!config_.metrics_path.empty()) {
-    metrics_.open(config_.metrics_path, std::ios::out | (config_.append_metrics ? std::ios::app : std::ios::trunc));
-    HT_CHECK(metrics_.good(), "--metrics {}: cannot open for writing", config_.metrics_path);
-  }
+  HT_ASSERT(config_.readback_every >= 1 && config_.log_every % config_.readback_every == 0);
+  if (!config_.metrics_path.empty()) metrics_ = std::make_unique<MetricsFile>(config_.metrics_path, config_.append_metrics);
   start_time_ = last_log_time_ = now_seconds();
 }
+
+StepLog::~StepLog() = default;
 
 StepRecord* StepLog::record_slot(std::int64_t step) const {
   return records_.data_as<StepRecord>() + (step - 1) % ring_;
@@ -53,7 +82,7 @@ std::int32_t* StepLog::nonfinite_slot(std::int64_t step) const {
 
 void StepLog::start_after(std::int64_t step) {
   HT_ASSERT(queued_through_ == 0 && history_.empty());
-  queued_through_ = copied_through_ = last_log_step_ = step;
+  queued_through_ = copied_through_ = settled_through_ = last_log_step_ = step;
 }
 
 const StepSummary* StepLog::summary_of(std::int64_t step) const {
@@ -65,7 +94,10 @@ void StepLog::step_queued(std::int64_t step, std::int64_t epoch) {
   HT_ASSERT(step == queued_through_ + 1);
   queued_through_ = step;
   epoch_of_step_[step] = epoch;
-  if (step % config_.log_every == 0) enqueue_copy(step);
+  if (step % config_.readback_every == 0) {
+    enqueue_copy(step);
+    settled_through_ = std::max(settled_through_, step - config_.readback_every);
+  }
   // Log whatever has arrived; never let more than one batch be in flight, so the ring
   // (two batches deep) is never overwritten before it is read.
   while (!pending_.empty() && (pending_.size() > 1 || pending_.front().copied->ready())) {
@@ -103,6 +135,7 @@ void StepLog::drain() {
   enqueue_copy(queued_through_);
   for (Pending& p : pending_) process(p);
   pending_.clear();
+  settled_through_ = queued_through_;
 }
 
 void StepLog::clear_progress() {
@@ -150,7 +183,7 @@ void StepLog::process(Pending& p) {
                                                             : fmt::format("{}", fmt::join(summary.nonfinite_tensors, ", ")),
                           r.loss_scale));
     }
-    if (metrics_.is_open()) {
+    if (metrics_) {
       const nlohmann::json j = {{"step", s},
                                 {"epoch", summary.epoch},
                                 {"loss", number(r.loss)},
@@ -159,11 +192,11 @@ void StepLog::process(Pending& p) {
                                 {"skipped", r.skipped != 0},
                                 {"lr", number(r.lr)},
                                 {"samples_per_s", number(rate)}};
-      metrics_ << j.dump() << '\n';
+      metrics_->write_line(j.dump());
     }
     history_.push_back(std::move(summary));
   }
-  if (metrics_.is_open()) metrics_.flush();
+  if (metrics_) metrics_->flush();
   if (p.last_step % config_.log_every == 0 || p.last_step == config_.total_steps) {
     const StepRecord& last = host_records_[(p.last_step - 1) % ring_];
     const double elapsed = now - start_time_;
@@ -185,11 +218,12 @@ double StepLog::epoch_mean_loss(std::int64_t epoch) const {
 
 void StepLog::eval(const EvalSummary& e) {
   drain();
-  if (metrics_.is_open()) {
+  if (metrics_) {
     const nlohmann::json j = {{"event", "eval"},         {"epoch", e.epoch},
                               {"step", e.step},          {"train_loss", number(e.train_loss)},
                               {"test_loss", number(e.test_loss)}, {"test_accuracy", number(e.test_accuracy)}};
-    metrics_ << j.dump() << '\n' << std::flush;
+    metrics_->write_line(j.dump());
+    metrics_->flush();
   }
   message(fmt::format("eval  epoch {} (step {}) | train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%", e.epoch,
                       e.step, e.train_loss, e.test_loss, 100.0 * e.test_accuracy));

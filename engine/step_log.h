@@ -4,7 +4,8 @@
 // the device. Every log_every steps the finished slots are copied asynchronously into pinned
 // host memory; they are read once their copy has completed, usually at the next log point, so
 // the host never waits on the step it just queued. Rank 0 then prints the human log (fmt) and
-// writes one JSON Lines record per step to --metrics.
+// writes one JSON Lines record per step to --metrics; every write is checked (a full disk is an
+// error, not a silently truncated file).
 #pragma once
 
 #include "engine/backend.h"
@@ -12,7 +13,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -39,6 +39,7 @@ struct EvalSummary {
 
 struct StepLogConfig {
   std::int64_t log_every = 50;
+  std::int64_t readback_every = 50;         // a divisor of log_every: how often records are copied back
   std::int64_t total_steps = 0;
   std::int64_t steps_per_epoch = 1;
   std::int64_t samples_per_step = 0;        // over all ranks
@@ -49,9 +50,12 @@ struct StepLogConfig {
   bool progress_bar = false;
 };
 
+class MetricsFile;
+
 class StepLog {
  public:
   StepLog(Backend& backend, StepLogConfig config);
+  ~StepLog();
 
   // The device rings the step kernels write: step s goes to slot (s - 1) % ring_slots().
   StepRecord* record_ring() const { return records_.data_as<StepRecord>(); }
@@ -64,6 +68,10 @@ class StepLog {
 
   const std::vector<StepSummary>& history() const { return history_; }
   const StepSummary* summary_of(std::int64_t step) const;    // once read back; else nullptr
+  // The last step whose record every rank has certainly read back by now: the same on every rank
+  // after the same calls (step_queued, drain), whatever the device's timing. Decisions taken on
+  // records up to here (stop on endless overflows) are taken by all ranks at the same step.
+  std::int64_t settled_through() const { return settled_through_; }
   double epoch_mean_loss(std::int64_t epoch) const;
   std::int64_t skipped_total() const { return skipped_total_; }
   std::int32_t last_consecutive_skips() const { return last_consecutive_skips_; }
@@ -90,12 +98,12 @@ class StepLog {
   std::int32_t* host_flags_ = nullptr;
   std::deque<Pending> pending_;
   std::map<std::int64_t, std::int64_t> epoch_of_step_;
-  std::int64_t queued_through_ = 0, copied_through_ = 0;
+  std::int64_t queued_through_ = 0, copied_through_ = 0, settled_through_ = 0;
   std::vector<StepSummary> history_;
   std::map<std::int64_t, std::pair<double, std::int64_t>> epoch_loss_;  // epoch -> (sum, count)
   std::int64_t skipped_total_ = 0;
   std::int32_t last_consecutive_skips_ = 0;
-  std::ofstream metrics_;
+  std::unique_ptr<MetricsFile> metrics_;
   double start_time_, last_log_time_;
   std::int64_t last_log_step_ = 0;
   bool progress_visible_ = false;

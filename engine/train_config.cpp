@@ -2,7 +2,7 @@
 
 #include "engine/error.h"
 
-#include <charconv>
+#include <cmath>
 
 namespace ht {
 
@@ -23,30 +23,6 @@ DType compute_dtype(Precision p) {
   }
 }
 
-namespace {
-template <class T> bool parse_int(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-}  // namespace
-
-std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec) {
-  std::vector<OverflowInjection> out;
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string_view item(spec.data() + pos, comma - pos);
-    const std::size_t colon = item.find(':');
-    OverflowInjection inj;
-    const bool ok = parse_int(item.substr(0, colon), inj.step) && inj.step >= 1 &&
-                    (colon == std::string_view::npos || (parse_int(item.substr(colon + 1), inj.rank) && inj.rank >= 0));
-    HT_CHECK(ok, "--inject-overflow: '{}' is not STEP[:RANK] with STEP >= 1 and RANK >= 0", item);
-    out.push_back(inj);
-    pos = comma + 1;
-  }
-  return out;
-}
-
 void TrainConfig::validate() const {
   HT_CHECK(batch_size >= 1, "--batch-size must be at least 1, got {}", batch_size);
   HT_CHECK(accum_steps >= 1, "--accum-steps must be at least 1, got {}", accum_steps);
@@ -60,9 +36,14 @@ void TrainConfig::validate() const {
   HT_CHECK(schedule.base_lr > 0 && std::isfinite(schedule.base_lr), "--lr must be positive, got {}", schedule.base_lr);
   HT_CHECK(schedule.warmup_steps >= 0, "--warmup-steps must be >= 0");
   HT_CHECK(optimizer.sgd.momentum >= 0 && optimizer.sgd.momentum < 1, "--momentum must be in [0, 1)");
-  HT_CHECK(optimizer.sgd.weight_decay >= 0 && optimizer.adamw.weight_decay >= 0, "--weight-decay must be >= 0");
+  HT_CHECK(std::isfinite(optimizer.sgd.weight_decay) && std::isfinite(optimizer.adamw.weight_decay) &&
+               optimizer.sgd.weight_decay >= 0 && optimizer.adamw.weight_decay >= 0,
+           "--weight-decay must be a finite number >= 0");
   HT_CHECK(!optimizer.sgd.nesterov || optimizer.sgd.momentum > 0, "--nesterov needs --momentum > 0");
-  HT_CHECK(clip_grad_norm >= 0, "--clip-grad-norm must be >= 0");
+  HT_CHECK(clip_grad_norm >= 0 && std::isfinite(clip_grad_norm), "--clip-grad-norm must be a finite number >= 0");
+  HT_CHECK(bucket_bytes > 0, "--bucket-mb must be positive");
+  HT_CHECK(first_bucket_bytes > 0, "--first-bucket-mb must be positive");
+  HT_CHECK(keep >= 0, "--keep must be >= 0, got {}", keep);
   for (std::int64_t h : hidden) HT_CHECK(h >= 1, "--hidden: layer sizes must be at least 1, got {}", h);
 }
 

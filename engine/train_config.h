@@ -3,6 +3,7 @@
 
 #include "engine/backend.h"
 #include "engine/data/dataset.h"
+#include "engine/fault_injection.h"
 #include "engine/optimizer.h"
 #include "kernels/step_state.h"
 #include "models/mlp.h"
@@ -17,22 +18,6 @@ namespace ht {
 enum class Precision { fp32, fp16, bf16 };
 std::string_view precision_name(Precision p);
 DType compute_dtype(Precision p);  // the working copy and activation dtype
-
-// --inject-overflow STEP[:RANK]: poison the gradients of optimizer step STEP (1-based, as in
-// the log) with inf, on RANK only or (rank -1) on every rank.
-struct OverflowInjection {
-  std::int64_t step = 0;
-  int rank = -1;
-};
-std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec);  // "5,9:1"
-
-// Faults for tests of the data-parallel failure paths: at the start of step STEP, rank RANK
-// kills itself with SIGKILL (crash) or stops answering (hang).
-struct FaultInjection {
-  enum Kind { crash, hang, crash_in_save } kind = crash;  // crash_in_save: while writing step STEP's checkpoint
-  std::int64_t step = 0;
-  int rank = 0;
-};
 
 struct TrainConfig {
   DeviceChoice device = DeviceChoice::auto_;
@@ -66,7 +51,7 @@ struct TrainConfig {
   std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
   int keep = 3;                       // checkpoints kept under save_dir (0: all)
   std::string resume;                 // a checkpoint directory, or a --save root (its latest)
-  std::int64_t max_consecutive_skips = 50;  // at the minimum scale: stop (with a checkpoint) after this many
+  std::int64_t max_consecutive_skips = 50;  // skipped steps in a row: stop (with a checkpoint) after this many
   std::vector<OverflowInjection> inject_overflow;
   std::vector<FaultInjection> inject_faults;
   bool progress_bar = true;           // drawn only when stdout is a terminal

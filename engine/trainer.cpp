@@ -1,36 +1,64 @@
 #include "engine/trainer.h"
 
+#include "comm/agreement.h"
 #include "engine/ops.h"
+#include "engine/stop_signal.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <thread>
+#include <cmath>
+#include <cstring>
 
 namespace ht {
+
+namespace {
+
+// How often the step records are read back: the largest divisor of --log-every that is at most
+// --max-consecutive-skips, so that a streak of skipped steps is seen within a few steps of its
+// limit while the human log still prints every --log-every steps.
+std::int64_t readback_interval(std::int64_t log_every, std::int64_t max_consecutive_skips) {
+  for (std::int64_t d = std::min(log_every, max_consecutive_skips); d > 1; --d)
+    if (log_every % d == 0) return d;
+  return 1;
+}
+
+}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm, const DataSplit& data,
                  std::ostream* log)
     : config_(config),
       backend_(backend),
       comm_(comm),
+      faults_(config.inject_faults, config.inject_overflow, comm.rank()),
+      data_identity_(data_identity(data)),
       dtype_(compute_dtype(config.precision)),
       train_data_(backend, data.train),
       test_data_(backend, data.test),
       sampler_(data.train.samples, comm.rank(), comm.world_size(), config.seed, config.shuffle) {
-  config_.validate();
-  HT_CHECK(!config_.cuda_graph || backend.device() != Device::cpu,
-           "--cuda-graph needs a GPU backend (--device cuda or simt), not cpu");
-  HT_CHECK(!config_.cuda_graph || comm.world_size() == 1 || comm.name() == "nccl",
-           "--cuda-graph with data parallelism needs NCCL (--device cuda): MPI collectives run on the host");
+  // Every rank runs the same configuration (the CLI checked), so a problem with it shows on
+  // every rank alike: said once, and every rank stops.
+  check_on_every_rank(comm, "checking the configuration", [&] {
+    config_.validate();
+    faults_.check_ranks(comm.world_size());
+    HT_CHECK(!config_.cuda_graph || backend.device() != Device::cpu,
+             "--cuda-graph needs a GPU backend (--device cuda or simt), not cpu");
+    HT_CHECK(!config_.cuda_graph || comm.world_size() == 1 || comm.name() == "nccl",
+             "--cuda-graph with data parallelism needs NCCL (--device cuda): MPI collectives run on the host");
+  });
+  // Before anything is sized from the data: every rank trains on the same data (by content).
+  check_ranks_agree(comm, {{"the training data", data_identity_}}, "the training data");
+  // A --save directory that cannot be written is found now, on every rank, not after the run.
+  if (!config_.save_dir.empty())
+    check_on_every_rank(comm, "checking --save", [&] { check_save_directory(config_.save_dir, comm.rank()); });
   backend.set_gemm_impl(config_.gemm);
-  const std::int64_t samples_per_step = config_.batch_size * config_.accum_steps;
-  steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
-  HT_CHECK(steps_per_epoch_ >= 1,
-           "--batch-size {} × --accum-steps {} = {} samples per step, but this rank's share of {} has only {}",
-           config_.batch_size, config_.accum_steps, samples_per_step, data.train.name, sampler_.shard_size());
-  total_steps_ = config_.steps.value_or(config_.epochs * steps_per_epoch_);
+  const std::int64_t samples_per_step = checked_mul(config_.batch_size, config_.accum_steps, "--batch-size × --accum-steps");
+  check_on_every_rank(comm, "checking the batch size", [&] {
+    steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
+    HT_CHECK(steps_per_epoch_ >= 1,
+             "--batch-size {} × --accum-steps {} = {} samples per step, but this rank's share of {} has only {}",
+             config_.batch_size, config_.accum_steps, samples_per_step, data.train.name, sampler_.shard_size());
+    total_steps_ = config_.steps ? *config_.steps : checked_mul(config_.epochs, steps_per_epoch_, "--epochs × steps per epoch");
+  });
   config_.schedule.total_steps = std::max<std::int64_t>(1, total_steps_);
 
   MlpConfig model;
@@ -56,6 +84,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
 
   StepLogConfig lc;
   lc.log_every = config_.log_every;
+  lc.readback_every = readback_interval(config_.log_every, config_.max_consecutive_skips);
   lc.total_steps = total_steps_;
   lc.steps_per_epoch = steps_per_epoch_;
   lc.samples_per_step = samples_per_step * comm.world_size();
@@ -66,7 +95,14 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   // mpirun hands ranks a pseudo-terminal even when its own output is a file: no bar there.
   lc.progress_bar = config_.progress_bar && log != nullptr && isatty(STDOUT_FILENO) && comm.world_size() == 1;
   log_ = std::make_unique<StepLog>(backend, lc);
-  if (!config_.resume.empty()) restore(read_checkpoint(config_.resume));
+  if (!config_.resume.empty()) {
+    // Every rank reads the checkpoint; all must find it, and the same step, or none goes on.
+    CheckpointState state;
+    check_on_every_rank(comm, "reading --resume", [&] { state = read_checkpoint(config_.resume); });
+    check_ranks_agree(comm, {{"the step of the --resume checkpoint", std::to_string(state.step)}}, "the checkpoint");
+    check_on_every_rank(comm, "restoring --resume", [&] { restore(state); });
+  }
+  start_step_ = checked_through_ = steps_done_;
 }
 
 Trainer::~Trainer() = default;
@@ -82,25 +118,11 @@ const Tensor& Trainer::epoch_shard(std::int64_t epoch) {
   return shard_;
 }
 
-bool Trainer::inject_overflow_at(std::int64_t step) const {
-  for (const OverflowInjection& inj : config_.inject_overflow)
-    if (inj.step == step && (inj.rank < 0 || inj.rank == comm_.rank())) return true;
-  return false;
-}
-
-void Trainer::inject_faults_at(std::int64_t step) const {
-  for (const FaultInjection& f : config_.inject_faults) {
-    if (f.kind == FaultInjection::crash_in_save || f.step != step || f.rank != comm_.rank()) continue;
-    if (f.kind == FaultInjection::crash) ::kill(::getpid(), SIGKILL);
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: never answer again
-  }
-}
-
 void Trainer::train_step(std::int64_t step) {
-  inject_faults_at(step);
+  faults_.at_step_start(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
   epoch_shard(epoch);  // the host's part of the step: a new epoch's sample order, once per epoch
-  const bool inject = inject_overflow_at(step);
+  const bool inject = faults_.overflow_at(step);
   if (config_.cuda_graph && !inject && step > kGraphWarmupSteps) {
     if (!graph_) {  // capture once (the warm-up steps filled the allocator's cache), then replay
       backend_.begin_capture();
@@ -108,6 +130,8 @@ void Trainer::train_step(std::int64_t step) {
       graph_ = backend_.end_capture();
     }
     graph_->replay();
+    // The replayed collectives are watched like eager ones: a dead peer ends the job, not a hang.
+    comm_.watch_queued_work(fmt::format("step {} (a replayed CUDA graph)", step));
   } else {
     queue_step(inject);
   }
@@ -192,14 +216,14 @@ nlohmann::json Trainer::run_identity() const {
   return {{"params", names},
           {"optimizer_state", kinds},
           {"hidden", config_.hidden},
-          {"activation", static_cast<int>(config_.activation)},
+          {"activation", activation_name(config_.activation)},
           {"precision", precision_name(config_.precision)},
           {"optimizer", optimizer_name(config_.optimizer.kind)},
           {"seed", config_.seed},
           {"batch_size", config_.batch_size},
           {"accum_steps", config_.accum_steps},
           {"world_size", comm_.world_size()},
-          {"data", config_.data}};
+          {"data", data_identity_}};
 }
 
 std::string Trainer::save_checkpoint(std::int64_t step) const {
@@ -215,14 +239,11 @@ std::string Trainer::save_checkpoint(std::int64_t step) const {
   comm_.barrier();
   std::string dir;
   if (comm_.rank() == 0) {
-    int files_written = 0;
-    auto fault = [&] {  // --inject-crash-in-save: die with the checkpoint half-written
-      ++files_written;
-      for (const FaultInjection& f : config_.inject_faults)
-        if (f.kind == FaultInjection::crash_in_save && f.step == step && files_written == 2) ::kill(::getpid(), SIGKILL);
-    };
-    dir = commit_checkpoint(root, state, comm_.world_size(), config_.keep, fault);
+    const CommitResult result = commit_checkpoint(root, state, comm_.world_size(), config_.keep, faults_.save_hook(step));
+    dir = result.dir;
     log_->message(fmt::format("saved {}", dir));
+    if (!result.removed.empty())
+      log_->message(fmt::format("removed {} (--keep {})", fmt::join(result.removed, ", "), config_.keep));
   }
   comm_.barrier();
   return dir;
@@ -250,6 +271,9 @@ void Trainer::restore(const CheckpointState& s) {
   HT_CHECK(me.value("rank", -1) == comm_.rank() && me.value("step", std::int64_t{-1}) == s.step,
            "{}: rank-{}.json does not describe rank {} at step {}", what, comm_.rank(), comm_.rank(), s.step);
   HT_CHECK(s.step <= total_steps_, "{}: the checkpoint is at step {}, beyond --steps {}", what, s.step, total_steps_);
+  HT_CHECK(!config_.stop_after || *config_.stop_after >= s.step,
+           "--stop-after {} is before the step this run resumes from ({}, {}): nothing to run", config_.stop_after.value_or(0),
+           s.step, what);
   const auto state_tensors = optimizer_->state_tensors();
   HT_CHECK(s.optimizer.size() == state_tensors.size(), "{}: the optimizer state differs", what);
   // Everything checked: now change state.
@@ -265,22 +289,39 @@ void Trainer::restore(const CheckpointState& s) {
   backend_.synchronize();
 }
 
-void Trainer::check_skip_streak(std::int64_t step) {
-  // Decided on the record of step - log_every, which every rank has read back by now: all
-  // ranks stop at the same step, never one alone.
-  if (step % config_.log_every != 0) return;
-  const StepSummary* s = log_->summary_of(step - config_.log_every);
-  if (!s) return;
-  const LossScalerConfig& c = scaler_->config();
-  const bool at_floor = !c.dynamic || s->record.loss_scale <= c.min_scale;
-  if (!at_floor || s->record.consecutive_skips < config_.max_consecutive_skips) return;
-  std::string saved = "no checkpoint written (no --save)";
-  if (!config_.save_dir.empty()) saved = "checkpoint saved to " + save_checkpoint(steps_done_);
-  fail(fmt::format("stopping at step {}: {} consecutive steps up to step {} had non-finite gradients with the loss scale at "
-                   "its floor {:g} (last in {}); {}",
-                   step, s->record.consecutive_skips, s->step, s->record.loss_scale,
-                   s->nonfinite_tensors.empty() ? std::string("?") : fmt::format("{}", fmt::join(s->nonfinite_tensors, ", ")),
-                   comm_.rank() == 0 ? saved : std::string("see rank 0")));
+void Trainer::check_health() {
+  // Only records every rank has read back by now (settled_through), so all ranks stop together.
+  const std::int64_t through = log_->settled_through();
+  const bool scaling = scaler_->scaling_enabled();
+  for (std::int64_t step = checked_through_ + 1; step <= through; ++step) {
+    const StepSummary* s = log_->summary_of(step);
+    HT_ASSERT(s != nullptr);
+    std::string problem;
+    if (s->record.consecutive_skips >= config_.max_consecutive_skips) {
+      problem = fmt::format("{} consecutive steps up to step {} were skipped (non-finite gradients, last in {}; loss scale {:g}) "
+                            "- --max-consecutive-skips {}",
+                            s->record.consecutive_skips, step,
+                            s->nonfinite_tensors.empty() ? std::string("?") : fmt::format("{}", fmt::join(s->nonfinite_tensors, ", ")),
+                            s->record.loss_scale, config_.max_consecutive_skips);
+    } else if (!scaling && !std::isfinite(s->record.loss)) {
+      problem = fmt::format("the loss of step {} is {} (in {} there is no loss scale to back off: the run has diverged)", step,
+                            std::isnan(s->record.loss) ? "NaN" : "infinite", precision_name(config_.precision));
+    }
+    if (problem.empty()) continue;
+    log_->drain();
+    std::string saved = "no checkpoint written (no --save)";
+    if (!config_.save_dir.empty()) {
+      const std::string dir = save_checkpoint(steps_done_);
+      saved = comm_.rank() == 0 ? "checkpoint saved to " + dir : "checkpoint saved by rank 0";
+    }
+    fail_collectively(fmt::format("stopping after step {}: {}; {}", steps_done_, problem, saved));
+  }
+  checked_through_ = std::max(checked_through_, through);
+}
+
+int Trainer::agreed_stop_signal() {
+  const int mine = requested_stop_signal();
+  return comm_.world_size() > 1 ? comm_.allreduce_max(mine, "agreeing on a stop signal") : mine;
 }
 
 TrainSummary Trainer::run() {
@@ -293,21 +334,39 @@ TrainSummary Trainer::run() {
     log_->eval(e);
     summary.evals.push_back(e);
   };
+  auto finish = [&] {
+    summary.steps = log_->history();
+    summary.skipped_steps = log_->skipped_total();
+    summary.seconds = now_seconds() - start;
+    return summary;
+  };
+
+  // Preempted (SIGTERM, ...): stop between steps, every rank after the same one, saving first.
+  auto stop_on_signal = [&](int signo) {
+    log_->drain();
+    check_health();
+    std::string saved = "no checkpoint written (no --save)";
+    if (!config_.save_dir.empty())
+      saved = steps_done_ > start_step_ ? "checkpoint saved to " + save_checkpoint(steps_done_) : "nothing new to save";
+    log_->message(fmt::format("stopped by signal {} ({}) after step {}: {}", signo, strsignal(signo), steps_done_, saved));
+    summary.stopped_by_signal = signo;
+    return finish();
+  };
 
   const std::int64_t last = std::min(total_steps_, config_.stop_after.value_or(total_steps_));
   for (std::int64_t step = steps_done_ + 1; step <= last; ++step) {
+    if (const int signo = agreed_stop_signal()) return stop_on_signal(signo);
     train_step(step);
     if (step % steps_per_epoch_ == 0) evaluate_and_log(step, step / steps_per_epoch_);
+    check_health();
     if (config_.save_every > 0 && step % config_.save_every == 0 && step != last) save_checkpoint(step);
-    check_skip_streak(step);
   }
+  if (const int signo = agreed_stop_signal()) return stop_on_signal(signo);
   if (last == 0 || last % steps_per_epoch_ != 0) evaluate_and_log(last, (last + steps_per_epoch_ - 1) / steps_per_epoch_);
   log_->drain();
+  check_health();
   if (!config_.save_dir.empty()) save_checkpoint(last);
-  summary.steps = log_->history();
-  summary.skipped_steps = log_->skipped_total();
-  summary.seconds = now_seconds() - start;
-  return summary;
+  return finish();
 }
 
 }  // namespace ht

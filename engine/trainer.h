@@ -11,6 +11,7 @@
 #include "engine/checkpoint.h"
 #include "engine/data/device_dataset.h"
 #include "engine/data/sampler.h"
+#include "engine/fault_injection.h"
 #include "engine/loss_scaler.h"
 #include "engine/optimizer.h"
 #include "engine/params.h"
@@ -33,6 +34,7 @@ struct TrainSummary {
   std::vector<EvalSummary> evals;
   std::int64_t skipped_steps = 0;
   double seconds = 0;
+  int stopped_by_signal = 0;  // SIGTERM etc.: the run stopped early (the CLI exits 128 + it)
 };
 
 class Trainer {
@@ -49,8 +51,8 @@ class Trainer {
   CheckpointState snapshot() const;   // everything a resume needs, on the host (synchronises)
   std::string save_checkpoint(std::int64_t step) const;  // every rank takes part; returns the directory
   // Continues from a checkpoint: weights, optimizer moments, scaler, step; refuses (naming the
-  // field) one made by another model, precision, optimizer, batch, seed or world size, and
-  // changes nothing unless everything checks out.
+  // field) one made by another model, precision, optimizer, batch, seed, data or world size, or
+  // one beyond --steps or after --stop-after, and changes nothing unless everything checks out.
   void restore(const CheckpointState& state);
   std::int64_t steps_done() const { return steps_done_; }
 
@@ -63,15 +65,19 @@ class Trainer {
 
  private:
   const Tensor& epoch_shard(std::int64_t epoch);  // this rank's indices for the epoch, on the device
-  bool inject_overflow_at(std::int64_t step) const;
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
-  void inject_faults_at(std::int64_t step) const;
-  void check_skip_streak(std::int64_t step);  // stops the run when overflows never end
+  // Stops the run (a CollectiveError, every rank at the same step; a checkpoint first with
+  // --save) on --max-consecutive-skips skipped steps in a row, or on a non-finite loss where no
+  // loss scaler can skip it; looks at every step read back since the last call.
+  void check_health();
+  int agreed_stop_signal();                   // a stop signal any rank received, agreed by all
   nlohmann::json run_identity() const;        // what a checkpoint must match to be resumed here
 
   TrainConfig config_;
   Backend& backend_;
   Communicator& comm_;
+  FaultInjector faults_;
+  std::string data_identity_;         // what the training data is, by content (not by path)
   DType dtype_;
   ParamArena params_;
   std::unique_ptr<Mlp> model_;
@@ -83,6 +89,8 @@ class Trainer {
   DistributedSampler sampler_;
   std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;
   std::int64_t steps_done_ = 0;       // optimizer steps queued so far, skipped ones included
+  std::int64_t start_step_ = 0;       // where this run began (the resumed step, or 0)
+  std::int64_t checked_through_ = 0;  // check_health has looked at every step up to here
   std::int64_t shard_epoch_ = -1;
   Tensor shard_;
   std::unique_ptr<StepLog> log_;

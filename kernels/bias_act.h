@@ -13,6 +13,9 @@
 namespace ht {
 
 enum class Activation : std::int32_t { none, relu, gelu };
+inline const char* activation_name(Activation a) {
+  return a == Activation::relu ? "relu" : (a == Activation::gelu ? "gelu" : "none");
+}
 
 // GELU, tanh form (torch.nn.functional.gelu(approximate="tanh")), and its derivative.
 struct BiasActArgs {

@@ -23,9 +23,8 @@ __global__ void __launch_bounds__(kBlock) unscale_check_norm_kernel(float* __res
     const GradChunk chunk = chunks[k];
     int nonfinite = 0;
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
-      const float g = grads[i];
-      nonfinite |= !std::isfinite(g);
-      const float unscaled = g * inv_scale;
+      const float unscaled = grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
+      nonfinite |= !std::isfinite(unscaled);
       grads[i] = unscaled;
       norm2 += unscaled * unscaled;
     }
@@ -57,7 +56,10 @@ __global__ void update_scaler_kernel(ScalerUpdateArgs a) { finish_scaler_update(
 
 }  // namespace
 
-int grad_stats_blocks(int num_chunks, const Stream& s) { return std::max(1, std::min(num_chunks, 4 * s.sm_count)); }
+// One block per chunk, whatever the device: each chunk's partial sum is formed in the same order
+// on every GPU model and MIG slice, so ranks on different hardware compute the same norm - and
+// the same clip coefficient - bit for bit.
+int grad_stats_blocks(int num_chunks) { return std::max(1, num_chunks); }
 
 void launch_unscale_check_norm(const UnscaleArgs& a, const Stream& s) {
   HT_LAUNCH(unscale_check_norm_kernel, (LaunchConfig{static_cast<unsigned>(a.num_blocks), kBlock}), s, a.grads, a.chunks,

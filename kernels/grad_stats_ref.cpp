@@ -11,9 +11,8 @@ void unscale_check_norm_ref(const UnscaleArgs& a) {
     const GradChunk& chunk = a.chunks[k];
     bool nonfinite = false;
     for (std::int64_t i = chunk.begin; i < chunk.end; ++i) {
-      const float g = a.grads[i];
-      nonfinite |= !std::isfinite(g);
-      const float unscaled = g * inv_scale;
+      const float unscaled = a.grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
+      nonfinite |= !std::isfinite(unscaled);
       a.grads[i] = unscaled;
       norm2 += static_cast<double>(unscaled) * unscaled;
     }

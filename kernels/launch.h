@@ -36,7 +36,8 @@ void launch_update_scaler(const ScalerUpdateArgs& a, const Stream& s);
 void launch_sgd_step(const SgdArgs& a, const Stream& s);
 void launch_adamw_step(const AdamWArgs& a, const Stream& s);
 
-// Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks.
-int grad_stats_blocks(int num_chunks, const Stream& s);
+// Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks (independent of the
+// device, so every GPU sums the norm in the same order).
+int grad_stats_blocks(int num_chunks);
 
 }  // namespace ht::gpu::inline HT_GPU_NS

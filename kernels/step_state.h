@@ -12,6 +12,11 @@
 
 namespace ht {
 
+// The smallest loss scale halftape accepts: unscaling multiplies by 1/scale, which must be a
+// finite fp32 number (1/1e-38 is; the inverse of the smallest subnormals is not).
+constexpr float kMinLossScale = 1e-38f;
+inline bool valid_loss_scale(float s) { return s >= kMinLossScale && std::isfinite(s); }
+
 // GradScaler's knobs. Defaults are torch.amp.GradScaler's; hysteresis, min and max are
 // DeepSpeed/Megatron's additions (hysteresis 1 is exactly PyTorch's rule).
 struct LossScalerConfig {

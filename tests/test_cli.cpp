@@ -74,6 +74,33 @@ TEST_CASE("bad flags: one error line naming the flag, non-zero exit", "[cli]") {
   expect_one_error_line("train --data synthetic --batch-size 100000", "--batch-size");
 }
 
+TEST_CASE("hostile flags: overflowing counts, meaningless combinations, unclear values", "[cli]") {
+  const std::string t = "train --data synthetic --steps 1 ";
+  // Counts whose products overflowed (SIGFPE, SIGSEGV, negative step counts) before.
+  expect_one_error_line(t + "--batch-size 4294967296 --accum-steps 4294967296", "--batch-size");
+  expect_one_error_line(t + "--batch-size 4611686018427387905 --accum-steps 4", "--batch-size");
+  expect_one_error_line("train --data synthetic --epochs 4919131752989214 --save ov", "--epochs");
+  expect_one_error_line(t + "--accum-steps 9223372036854775807", "--accum-steps");
+  expect_one_error_line(t + "--synthetic-features 1000000000", "--synthetic-features");
+  expect_one_error_line(t + "--synthetic-samples 1000000000 --synthetic-features 100000", "64 GiB");
+  expect_one_error_line(t + "--log-every 4611686018427387904", "--log-every");
+  // Accepted silently before, though meaningless.
+  expect_one_error_line(t + "--hidden 32,,32", "--hidden: '' in '32,,32'");
+  expect_one_error_line(t + "--precision fp32 --loss-scale 128", "--loss-scale 128: loss scaling is for --precision fp16");
+  expect_one_error_line(t + "--precision bf16 --init-scale 1024", "--init-scale is a loss-scaling setting");
+  expect_one_error_line(t + "--save \"\"", "--save: must not be empty");
+  expect_one_error_line(t + "--momentum 0.9", "--momentum is a setting of --optimizer sgd");
+  expect_one_error_line(t + "--nesterov", "--nesterov is a setting of --optimizer sgd");
+  expect_one_error_line(t + "--weight-decay inf", "--weight-decay: must be a finite number");
+  expect_one_error_line(t + "--inject-crash 5:3", "there is no rank 3");
+  // A loss scale whose inverse overflows: refused, not a NaN update.
+  expect_one_error_line(t + "--init-scale 1e-40 --min-scale 1e-40", "--init-scale");
+  expect_one_error_line(t + "--loss-scale 1e-40", "--loss-scale: '1e-40' is outside fp32's range (a loss scale must be at least");
+  expect_one_error_line(t + "--loss-scale 1e-39", "--loss-scale: '1e-39' is outside fp32's range");
+  expect_one_error_line(t + "--first-bucket-mb nan", "--first-bucket-mb: must be a finite number");
+  expect_one_error_line(t + "--resume /tmp", "/tmp: not a checkpoint (no manifest.json) nor a --save directory (no latest)");
+}
+
 TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / ("halftape-cli-data-" + std::to_string(::getpid()));
   fs::remove_all(dir);

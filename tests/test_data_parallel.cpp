@@ -197,3 +197,52 @@ TEST_CASE("data parallel: resume under mpiexec continues bit for bit; every rank
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_world->rank() == 0) std::filesystem::remove_all(root);
 }
+
+TEST_CASE("data parallel: different data, a different checkpoint or a --save one rank cannot write stop every rank", "[mpi]") {
+  const int rank = g_world->rank(), world = g_world->size();
+  auto make = [&](const TrainConfig& c) {
+    auto backend = make_backend(DeviceChoice::cpu);
+    auto comm = make_mpi_communicator(*g_world, 60.0);
+    const DataSplit data = load_data(c.data, c.synthetic);
+    Trainer trainer(c, *backend, *comm, data, nullptr);
+    return trainer.run();
+  };
+  SECTION("the same flags, other data on rank 1") {
+    TrainConfig c = dp_config(world);
+    if (rank == 1) c.synthetic.seed = 99;
+    CHECK_THROWS_AS(make(c), CollectiveError);
+    CHECK_THROWS_WITH(make(c), Catch::Contains("ranks disagree on the training data") && Catch::Contains("rank 1 has"));
+  }
+  SECTION("a --save only rank 1 cannot write") {
+    char name[256] = {};
+    if (rank == 0) std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-dp-save").string().c_str());
+    MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+    TrainConfig c = dp_config(world);
+    c.save_dir = rank == 1 ? "/proc/halftape-no" : name;
+    CHECK_THROWS_WITH(make(c), Catch::Contains(fmt::format("rank 1 of {}: --save /proc/halftape-no: cannot create", world)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) std::filesystem::remove_all(name);
+  }
+  SECTION("rank 0 resumes from another step than the others") {
+    char name[256] = {};
+    if (rank == 0) std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-dp-step").string().c_str());
+    MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+    const std::string a = std::string(name) + "-a", b = std::string(name) + "-b";
+    TrainConfig c = dp_config(world);
+    c.steps = 4;
+    c.save_dir = a;
+    make(c);
+    c.steps = 6;
+    c.save_dir = b;
+    make(c);
+    TrainConfig resume = dp_config(world);
+    resume.steps = 8;
+    resume.resume = rank == 0 ? a : b;
+    CHECK_THROWS_WITH(make(resume), Catch::Contains("ranks disagree on the step of the --resume checkpoint: rank 0 has 4, rank 1 has 6"));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      std::filesystem::remove_all(a);
+      std::filesystem::remove_all(b);
+    }
+  }
+}

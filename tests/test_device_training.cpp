@@ -4,7 +4,11 @@
 #include "tests/helpers.h"
 #include "tests/train_helpers.h"
 
+#include <nlohmann/json.hpp>
+
 #include <bit>
+#include <filesystem>
+#include <fstream>
 
 using namespace ht;
 using namespace ht::test;
@@ -97,4 +101,65 @@ TEST_CASE("device training: --cuda-graph on the CPU backend is refused", "[devic
   TrainConfig c = small_config();
   c.cuda_graph = true;
   CHECK_THROWS_WITH(train_in_process(c, DeviceChoice::cpu), Catch::Contains("--cuda-graph needs a GPU backend"));
+}
+
+TEST_CASE("device training: the gradient norm does not depend on how many SMs the device has", "[device-training]") {
+#if HALFTAPE_HAVE_SIMT
+  // The emulator's "SM count" is its worker-thread count. A model whose gradient arena has many
+  // chunks (the default MLP: 15) gives the norm's partial sums room to be grouped differently;
+  // in fp32 a different grouping shows in the norm's last bits within the first steps.
+  const std::string base = std::string(HALFTAPE_BINARY) +
+                           " train --device simt --precision fp32 --data synthetic --synthetic-samples 256 --batch-size 8 "
+                           "--steps 8 --log-every 1 --no-progress --metrics ";
+  std::vector<std::string> norms;
+  for (int threads : {1, 3}) {
+    const std::filesystem::path metrics = unique_temp_path("halftape-norm") += ".jsonl";
+    const std::string cmd = fmt::format("HALFTAPE_SIMT_THREADS={} {}{} >/dev/null 2>&1", threads, base, metrics.string());
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream in(metrics);
+    std::string line, all;
+    while (std::getline(in, line))
+      if (line.find("grad_norm") != std::string::npos) all += nlohmann::json::parse(line)["grad_norm"].dump() + " ";
+    norms.push_back(all);
+    std::filesystem::remove(metrics);
+  }
+  INFO("grad norms with 1 and 3 emulated SMs: " << norms[0] << "| " << norms[1]);
+  CHECK(!norms[0].empty());
+  CHECK(norms[0] == norms[1]);  // bit for bit
+#else
+  WARN("skipped: this build has no SIMT emulator");
+#endif
+}
+
+namespace {
+// A world of one that counts what is handed to its watchdog.
+class WatchCounter final : public Communicator {
+ public:
+  std::string name() const override { return "counting"; }
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  void allreduce(void*, std::int64_t, CommDType, ReduceOp) override {}
+  std::unique_ptr<CommRequest> allreduce_async(void*, std::int64_t, CommDType, ReduceOp) override { return nullptr; }
+  void broadcast(void*, std::size_t, int) override {}
+  void barrier() override {}
+  std::vector<std::string> allgather(const std::string& mine, const std::string&) override { return {mine}; }
+  int allreduce_max(int value, const std::string&) override { return value; }
+  void watch_queued_work(const std::string& what) override { watched.push_back(what); }
+  std::vector<std::string> watched;
+};
+}  // namespace
+
+TEST_CASE("device training: every replayed CUDA graph is handed to the communicator's watchdog", "[device-training]") {
+  for (DeviceChoice d : gpu_devices()) {
+    TrainConfig c = device_config(Precision::fp16);
+    c.cuda_graph = true;
+    c.steps = 7;
+    auto backend = make_backend(d);
+    WatchCounter comm;
+    const DataSplit data = load_data(c.data, c.synthetic);
+    Trainer trainer(c, *backend, comm, data, nullptr);
+    trainer.run();
+    REQUIRE(comm.watched.size() == static_cast<std::size_t>(7 - Trainer::kGraphWarmupSteps));  // steps 3..7
+    CHECK(comm.watched.front() == "step 3 (a replayed CUDA graph)");
+  }
 }

@@ -44,7 +44,10 @@ int run_bench(const BenchFlags& f, const MpiWorld* world) {
   for (const std::string& n : names) bench::registry().at(n)(harness);
   if (!rank0) return 0;
   std::cout << bench::format_table(harness) << std::flush;
-  if (json.is_open()) json << harness.to_json().dump(2) << '\n';
+  if (json.is_open()) {
+    json << harness.to_json().dump(2) << '\n';
+    HT_CHECK(json.flush().good(), "--json {}: write failed", f.json);
+  }
   return 0;
 }
 
@@ -54,6 +57,7 @@ Command add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   BenchFlags& f = *flags;
   CLI::App* b = app.add_subcommand("bench", "Benchmark kernels and the training step (JSON with --json)");
+  b->option_defaults()->always_capture_default();
   b->add_option("names", f.names, fmt::format("benchmarks to run: all (default), {}", fmt::join(benchmark_names(), ", ")));
   b->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))->capture_default_str();
   b->add_option("--repeats", f.options.repeats, "timed repeats per benchmark (median and spread are reported)")
@@ -65,7 +69,8 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--json", f.json, "write the results as JSON to FILE");
   b->add_option("--comm", f.comm, "transport under mpirun: auto | mpi | nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   b->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take")->check(CLI::Range(0.001, 1e7));
-  return [flags](const MpiWorld* world) { return run_bench(*flags, world); };
+  return {[b] { return option_settings(*b, {"--json", "--comm-timeout"}); },
+          [flags](const MpiWorld* world) { return run_bench(*flags, world); }};
 }
 
 }  // namespace ht::cli

@@ -1,10 +1,15 @@
 // The subcommands of the halftape binary. Each registers its flags on a CLI11 subcommand and
-// returns the function to run once parsing succeeded.
+// returns what main needs once parsing succeeded: the settings every rank of an mpirun job must
+// share, and the function that runs the command.
 #pragma once
+
+#include "comm/agreement.h"
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <initializer_list>
+#include <string_view>
 
 namespace ht {
 class MpiWorld;
@@ -12,10 +17,19 @@ class MpiWorld;
 
 namespace ht::cli {
 
-// Runs a parsed command. `world` is the MPI job, or nullptr when no launcher started us.
-using Command = std::function<int(const MpiWorld* world)>;
+struct Command {
+  std::function<Settings()> settings;              // after a successful parse
+  std::function<int(const MpiWorld* world)> run;   // world: the MPI job, or nullptr without a launcher
+};
 
 Command add_train_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+
+// Every option of `command` as a setting ("--lr" -> its value, given or default), in the order
+// they were registered, leaving out `local` ones that may differ between ranks (a rank's own
+// log file, its own deadline). Capture defaults (option_defaults()->always_capture_default())
+// before adding the options, so that an omitted flag compares equal to its default given
+// explicitly.
+Settings option_settings(const CLI::App& command, std::initializer_list<std::string_view> local);
 
 }  // namespace ht::cli

@@ -5,6 +5,7 @@
 #include "engine/cli/train_flags.h"
 #include "engine/data/dataset.h"
 #include "engine/error.h"
+#include "engine/stop_signal.h"
 #include "engine/trainer.h"
 
 #include <fmt/core.h>
@@ -17,6 +18,7 @@ namespace ht::cli {
 namespace {
 
 int run_train(const TrainFlags& flags, const MpiWorld* world) {
+  install_stop_signal_handlers();  // from here on, SIGTERM stops at a step boundary, with a checkpoint
   const TrainConfig config = to_config(flags);
   std::unique_ptr<Backend> backend = make_backend(config.device, world ? world->local_rank() : 0);
   std::unique_ptr<Communicator> comm = make_communicator(parse_comm(flags.comm), world, *backend, flags.comm_timeout);
@@ -30,13 +32,15 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
                         flags.activation, optimizer_name(config.optimizer.kind), comm->world_size());
   }
   const TrainSummary summary = trainer.run();
-  if (log) {
+  if (log && !summary.stopped_by_signal) {
     const EvalSummary& last = summary.evals.back();
     *log << fmt::format("done: {} steps ({} skipped) in {:.1f} s | test accuracy {:.2f}% | test loss {:.4f}\n",
                         summary.steps.size(), summary.skipped_steps, summary.seconds, 100.0 * last.test_accuracy,
                         last.test_loss);
   }
-  return 0;
+  // What was asked to be written must have been written: the log on stdout too.
+  HT_CHECK(std::cout.flush().good(), "writing the log to standard output failed");
+  return summary.stopped_by_signal ? 128 + summary.stopped_by_signal : 0;
 }
 
 }  // namespace
@@ -45,7 +49,9 @@ Command add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* t = app.add_subcommand("train", "Train an MLP classifier (Fashion-MNIST by default)");
   add_train_flags(t, *flags);
-  return [flags](const MpiWorld* world) { return run_train(*flags, world); };
+  // Every setting must match on every rank, but a rank's own log file and its own deadline.
+  return {[t] { return option_settings(*t, {"--metrics", "--no-progress", "--comm-timeout"}); },
+          [flags](const MpiWorld* world) { return run_train(*flags, world); }};
 }
 
 }  // namespace ht::cli

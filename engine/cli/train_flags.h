@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,14 +15,15 @@ namespace ht::cli {
 struct TrainFlags {
   TrainConfig config;
   std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
-  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
+  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang, hidden = "512,512";
   std::int64_t inject_crash_in_save = 0;
+  std::string inject_crash_in_save_at = "files";
   std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
   double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
-  std::vector<std::int64_t> hidden = {512, 512};
   std::int64_t steps = -1, stop_after = -1;
   bool no_shuffle = false, nesterov = false, no_progress = false;
   float lr = 1e-3f, momentum = 0, weight_decay = -1;
+  std::set<std::string> given;  // the flags on the command line (filled when parsing completes)
 };
 
 // Registers every flag on `t`, writing into `flags`.

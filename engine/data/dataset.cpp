@@ -4,9 +4,12 @@
 #include "engine/error.h"
 #include "engine/rng.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <new>
 
 namespace ht {
 
@@ -15,10 +18,24 @@ namespace {
 // DIR/name, or DIR/name.gz when only the compressed file exists.
 std::string find_idx_file(const std::string& dir, const std::string& name) {
   const std::filesystem::path raw = std::filesystem::path(dir) / name;
-  if (std::filesystem::exists(raw)) return raw.string();
   const std::filesystem::path gz = raw.string() + ".gz";
-  if (std::filesystem::exists(gz)) return gz.string();
+  for (const std::filesystem::path& p : {raw, gz}) {
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec)) continue;
+    HT_CHECK(std::filesystem::is_regular_file(p, ec), "{}: not a regular file (a directory, FIFO or device)", p.string());
+    return p.string();
+  }
   fail(fmt::format("{}: no such file (nor {}.gz)", raw.string(), raw.string()));
+}
+
+std::uint32_t crc_of(std::uint32_t crc, const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const Bytef*>(data);
+  for (std::size_t at = 0; at < bytes;) {
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(bytes - at, 1u << 30));
+    crc = static_cast<std::uint32_t>(crc32(crc, p + at, chunk));
+    at += chunk;
+  }
+  return crc;
 }
 
 DataSplit load_idx_dir(const std::string& dir, const std::string& name) {
@@ -38,8 +55,21 @@ DataSplit load_idx_dir(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
+std::string data_identity(const DataSplit& d) {
+  std::uint32_t crc = static_cast<std::uint32_t>(crc32(0L, Z_NULL, 0));
+  for (const Dataset* part : {&d.train, &d.test}) {
+    crc = crc_of(crc, part->images.data(), part->images.size());
+    crc = crc_of(crc, part->labels.data(), part->labels.size() * sizeof(std::int32_t));
+  }
+  return fmt::format("{} train and {} test samples of {} features, {} classes, crc32 {:08x}", d.train.samples, d.test.samples,
+                     d.train.features, d.train.classes, crc);
+}
+
 Dataset make_synthetic(const SyntheticConfig& c, std::int64_t samples, std::uint64_t stream) {
   HT_CHECK(c.features > 0 && c.classes > 1 && samples > 0, "synthetic data needs features > 0, classes > 1, samples > 0");
+  const std::int64_t bytes = checked_mul(samples, c.features, "--data synthetic: samples × --synthetic-features");
+  HT_CHECK(bytes <= (std::int64_t{1} << 36), "--data synthetic: {} samples × {} features = {} bytes, more than the 64 GiB "
+           "halftape makes synthetic data for", samples, c.features, bytes);
   Rng prototypes_rng(derive_seed(c.seed, /*purpose=*/3));  // shared by train and test
   std::vector<float> prototypes(static_cast<std::size_t>(c.classes * c.features));
   for (float& p : prototypes) p = prototypes_rng.uniform(32.0f, 224.0f);
@@ -50,8 +80,13 @@ Dataset make_synthetic(const SyntheticConfig& c, std::int64_t samples, std::uint
   d.samples = samples;
   d.features = c.features;
   d.classes = c.classes;
-  d.images.resize(static_cast<std::size_t>(samples * c.features));
-  d.labels.resize(static_cast<std::size_t>(samples));
+  try {
+    d.images.resize(static_cast<std::size_t>(bytes));
+    d.labels.resize(static_cast<std::size_t>(samples));
+  } catch (const std::bad_alloc&) {
+    fail(fmt::format("--data synthetic: cannot allocate {} bytes for {} samples × {} features (out of host memory)", bytes,
+                     samples, c.features));
+  }
   // Noise: the sum of two uniform 8-bit draws, centred (a triangular distribution, std ≈ 52);
   // cheap enough to make hundreds of megabytes for the benchmarks.
   for (std::int64_t s = 0; s < samples; ++s) {

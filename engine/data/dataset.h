@@ -35,6 +35,10 @@ Dataset make_synthetic(const SyntheticConfig& config, std::int64_t samples, std:
 
 inline const char* const kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
+// What a data set is, by content: its name, sizes and a CRC-32 of every byte - the same for the
+// same data wherever it is stored. Ranks compare it; a checkpoint records it.
+std::string data_identity(const DataSplit& d);
+
 // "fashion-mnist" (the Debian package), "idx:DIR" (the four standard MNIST file names, raw or
 // .gz) or "synthetic". Throws ht::Error naming the file and what is wrong with it.
 DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic);

@@ -3,6 +3,7 @@
 // the SIMT emulator (device simt) - from this one source.
 #include "engine/backend.h"
 #include "engine/gpu/runtime.h"
+#include "engine/gpu/wgmma_self_check.h"
 #include "kernels/launch.h"
 
 #include <fmt/format.h>
@@ -86,7 +87,7 @@ class GpuBackend final : public Backend {
     stream_.sm_count = props_.multiProcessorCount;
 #if !defined(HT_SIMT)
     const char* env = std::getenv("HALFTAPE_WGMMA");
-    use_wgmma_ = props_.major == 9 && props_.minor == 0 && !(env && std::string(env) == "0") && wgmma_self_check();
+    use_wgmma_ = props_.major == 9 && props_.minor == 0 && !(env && std::string(env) == "0") && wgmma_self_check(*this, stream_);
 #endif
   }
   ~GpuBackend() override {
@@ -271,65 +272,11 @@ class GpuBackend final : public Backend {
   }
 
   std::int32_t grad_stats_blocks(std::int32_t num_chunks) const override {
-    return ht::gpu::grad_stats_blocks(num_chunks, stream_);
+    return ht::gpu::grad_stats_blocks(num_chunks);
   }
 
  private:
   CachingAllocator allocator_;
-#if !defined(HT_SIMT)
-  // The Hopper kernel cannot run on the emulator, so before the first use on a GPU it must agree
-  // with the mma.sync kernel on a problem with tails in every dimension; if it does not, it is
-  // not used (and says so once on stderr).
-  bool wgmma_self_check() {
-    const std::int64_t M = 200, N = 136, K = 264;
-    std::vector<float> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(N * K));
-    auto fill = [x = std::uint64_t{88172645463325252ull}](std::vector<float>& v) mutable {  // xorshift, in [-1, 1]
-      for (float& e : v) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        e = static_cast<float>(static_cast<std::int64_t>(x % 2001) - 1000) / 1000.0f;
-      }
-    };
-    fill(a);
-    fill(b);
-    bool ok = true;
-    for (DType t : {DType::f16, DType::bf16}) {
-      Tensor fa = empty(Shape{M * K}, DType::f32), fb = empty(Shape{N * K}, DType::f32);
-      upload(fa.data(), a.data(), a.size() * 4);
-      upload(fb.data(), b.data(), b.size() * 4);
-      Tensor ta = empty(Shape{M * K}, t), tb = empty(Shape{N * K}, t);
-      launch_cast({fa.data(), DType::f32, ta.data(), t, M * K}, stream_);
-      launch_cast({fb.data(), DType::f32, tb.data(), t, N * K}, stream_);
-      Tensor bias = zeros(Shape{N}, t), out[2] = {empty(Shape{M * N}, t), empty(Shape{M * N}, t)};
-      LinearGemmArgs args;
-      args.gemm = {GemmOp::nt, M, N, K, ta.data(), tb.data(), t, nullptr, 0.0f};
-      args.epilogue = Epilogue::bias_act;
-      args.bias = bias.data();
-      args.act = Activation::gelu;
-      args.out = out[0].data();
-      mma_linear_gemm(args);
-      args.out = out[1].data();
-      try {
-        launch_gemm_wgmma(args, stream_);
-        synchronize();
-      } catch (const Error& e) {
-        fmt::print(stderr, "halftape: warning: the sm_90a GEMM failed its self-check ({}); using the mma.sync kernel\n", e.what());
-        return false;
-      }
-      std::vector<float> r[2];
-      for (int i = 0; i < 2; ++i) {
-        Tensor f = empty(Shape{M * N}, DType::f32);
-        launch_cast({out[i].data(), t, f.data(), DType::f32, M * N}, stream_);
-        r[i].resize(static_cast<std::size_t>(M * N));
-        download(r[i].data(), f.data(), r[i].size() * 4);
-      }
-      const double tolerance = t == DType::f16 ? 4e-3 : 3e-2;  // a few ulps of the stored dtype
-      for (std::size_t i = 0; i < r[0].size() && ok; ++i)
-        ok = std::fabs(r[0][i] - r[1][i]) <= tolerance * (1.0 + std::fabs(r[0][i]));
-    }
-    if (!ok) fmt::print(stderr, "halftape: warning: the sm_90a GEMM disagrees with the mma.sync kernel; using the latter\n");
-    return ok;
-  }
-#endif
   bool use_wgmma_ = false;  // sm_90 and self-checked (never on the emulator)
   GemmImpl gemm_impl_ = GemmImpl::native;
   bool capturing_ = false;
