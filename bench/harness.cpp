@@ -1,6 +1,6 @@
 #include "bench/harness.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 // On a GPU or the emulator the fp16 step is also timed replayed as a CUDA graph, and its
 // loss-scaling share is the loss-scaling pass over the model's gradients over the step time.
 #include "bench/benchmarks.h"
-#include "engine/trainer.h"
+#include "train/trainer.h"
 
 #include <ctime>
 

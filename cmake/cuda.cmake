@@ -41,10 +41,9 @@ endif()
 message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), SIMT emulator ${HALFTAPE_HAVE_SIMT}")
 
 if(HALFTAPE_HAVE_SIMT)
-  add_library(ht_simt_runtime STATIC simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp)
-  target_include_directories(ht_simt_runtime PUBLIC ${CMAKE_SOURCE_DIR} ${HT_CUDA_INCLUDE_DIR})
-  target_link_libraries(ht_simt_runtime PUBLIC Boost::context fmt::fmt Threads::Threads)
-  target_compile_options(ht_simt_runtime PRIVATE ${HT_WARNINGS})
+  halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp
+                 DEPENDS ht_ground Boost::context Threads::Threads)
+  target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
 
   # The kernels, compiled as C++ through one-line wrappers (a source file has one language).
   set(simt_sources)
@@ -56,7 +55,7 @@ if(HALFTAPE_HAVE_SIMT)
   endforeach()
   add_library(ht_gpu_simt STATIC ${simt_sources} ${HT_GPU_HOST_SOURCES})
   target_compile_definitions(ht_gpu_simt PRIVATE HT_SIMT=1)
-  target_link_libraries(ht_gpu_simt PUBLIC ht_core ht_simt_runtime)
+  target_link_libraries(ht_gpu_simt PUBLIC ht_engine_core ht_simt_runtime)
   target_compile_options(ht_gpu_simt PRIVATE ${HT_WARNINGS})
 endif()
 
@@ -66,10 +65,9 @@ if(HALFTAPE_HAVE_CUDA)
   if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
   endif()
-  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} comm/nccl_communicator.cpp
-    engine/gpu/cublas_gemm.cpp)
-  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${HT_NCCL_INCLUDE_DIR})
-  target_link_libraries(ht_gpu_cuda PUBLIC ht_core CUDA::cudart CUDA::cublasLt ${HT_NCCL_LIBRARY})
+  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} engine/gpu/cublas_gemm.cpp)
+  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_engine_core CUDA::cudart CUDA::cublasLt)
   target_compile_options(ht_gpu_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)
@@ -80,13 +78,23 @@ if(HALFTAPE_HAVE_CUDA)
   target_include_directories(ht_gemm_sm90a PRIVATE ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_options(ht_gemm_sm90a PRIVATE -gencode=arch=compute_90a,code=sm_90a --Werror=all-warnings
                          -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills,-warn-lmem-usage)
-  target_link_libraries(ht_gemm_sm90a PUBLIC ht_core CUDA::cudart)
+  target_link_libraries(ht_gemm_sm90a PUBLIC ht_engine_core CUDA::cudart)
   target_link_libraries(ht_gpu_cuda PUBLIC ht_gemm_sm90a)
   # The GEMM kernels must keep their accumulators in registers: a spill or any local memory
   # is a build error (tests/ptxas_report.sh prints the resource report in CI).
   set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_gpu_cuda
                               PROPERTIES COMPILE_OPTIONS "-Xptxas=-warn-spills,-warn-lmem-usage")
 endif()
+
+# The NCCL communicator (comm/), in a build with CUDA.
+function(halftape_link_nccl target)
+  target_compile_definitions(${target} PRIVATE HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>)
+  if(HALFTAPE_HAVE_CUDA)
+    target_sources(${target} PRIVATE comm/nccl_communicator.cpp)
+    target_include_directories(${target} PUBLIC ${HT_NCCL_INCLUDE_DIR})
+    target_link_libraries(${target} PUBLIC ${HT_NCCL_LIBRARY} ht_gpu_cuda)
+  endif()
+endfunction()
 
 function(halftape_link_gpu_backends target)
   target_compile_definitions(${target} PRIVATE

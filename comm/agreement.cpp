@@ -1,6 +1,6 @@
 #include "comm/agreement.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

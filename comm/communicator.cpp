@@ -1,6 +1,6 @@
 #include "comm/communicator.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

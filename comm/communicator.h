@@ -6,7 +6,7 @@
 // backend queues afterwards (for NCCL: the compute stream waits on the comm stream).
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <cstdint>
 #include <memory>

@@ -2,7 +2,7 @@
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
 #include "engine/backend.h"
-#include "engine/error.h"
+#include "ground/error.h"
 
 #if HALFTAPE_HAVE_CUDA
 #include "comm/nccl_communicator.h"

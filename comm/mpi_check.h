@@ -2,7 +2,7 @@
 // and the line. (MPI_COMM_WORLD returns errors instead of aborting: see MpiWorld.)
 #pragma once
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <mpi.h>
 

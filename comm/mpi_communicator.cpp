@@ -1,7 +1,7 @@
 #include "comm/mpi_communicator.h"
 
 #include "comm/mpi_check.h"
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <functional>
 

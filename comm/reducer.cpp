@@ -1,6 +1,6 @@
 #include "comm/reducer.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

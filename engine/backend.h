@@ -8,7 +8,7 @@
 #pragma once
 
 #include "engine/caching_allocator.h"
-#include "engine/error.h"
+#include "ground/error.h"
 #include "engine/tensor.h"
 #include "kernels/bias_act.h"
 #include "kernels/cross_entropy.h"

@@ -1,6 +1,6 @@
 #include "engine/caching_allocator.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

@@ -1,6 +1,6 @@
 #include "engine/checkpoint.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 #include "engine/safetensors.h"
 
 #include <fcntl.h>

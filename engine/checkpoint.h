@@ -14,7 +14,6 @@
 // docs/reliability.md for the guarantees.
 #pragma once
 
-#include "engine/fault_injection.h"
 #include "engine/params.h"
 #include "kernels/step_state.h"
 
@@ -26,6 +25,13 @@
 #include <vector>
 
 namespace ht {
+
+// The points of a save where a process can die (the kill-during-save tests stop it at each):
+enum class SavePoint {
+  file_written,      // after each file of the checkpoint
+  old_moved_aside,   // re-saving a step: the old copy renamed aside, the new one not yet in place
+  rotated_to_trash,  // --keep: an old checkpoint renamed to the trash, not yet deleted
+};
 
 struct CheckpointState {
   std::vector<ParamInfo> params;    // layout of the arenas below

@@ -2,7 +2,7 @@
 // present (HALFTAPE_HAVE_SIMT / HALFTAPE_HAVE_CUDA); this file is the one place that knows.
 #include "engine/backend.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

@@ -1,6 +1,6 @@
 #include "engine/safetensors.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "engine/tensor.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 // last view goes away, so tensors recorded on the tape live exactly until backward is done.
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <array>
 #include <cstdint>

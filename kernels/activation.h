@@ -2,7 +2,7 @@
 #pragma once
 
 #include "kernels/bias_act.h"
-#include "kernels/host_device.h"
+#include "ground/host_device.h"
 
 #include <cmath>
 

@@ -6,7 +6,7 @@
 // round() is to the working dtype; in fp32 mode nothing rounds.
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <cstdint>
 

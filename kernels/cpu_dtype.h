@@ -2,8 +2,8 @@
 // widening / rounding helpers, plus a switch from a runtime DType to a compile-time type.
 #pragma once
 
-#include "engine/dtype.h"
-#include "engine/error.h"
+#include "ground/dtype.h"
+#include "ground/error.h"
 
 #include <type_traits>
 

@@ -6,7 +6,7 @@
 // where a scaled gradient would on the GPU.
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // Element-wise kernels: dtype casts, fills, and the batch gather that feeds the first layer.
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 #include "kernels/step_state.h"
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 // C is FP32 and C = A·B + beta·C with beta 0 or 1 (1 accumulates into the FP32 gradient arena).
 #pragma once
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 #include <cstdint>
 

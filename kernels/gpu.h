@@ -19,7 +19,7 @@
   type* name = reinterpret_cast<type*>(ht_smem_)
 #endif
 
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 // Full unrolling, where register arrays must stay in registers (indexed only by constants).
 #if defined(__CUDACC__)
@@ -32,7 +32,7 @@
 #include <utility>
 
 namespace ht {
-// Formats "CALL failed: ERROR (FILE:LINE)" and throws ht::Error (engine/error.h; declared here
+// Formats "CALL failed: ERROR (FILE:LINE)" and throws ht::Error (ground/error.h; declared here
 // too so that nvcc-compiled kernels need not see fmt).
 [[noreturn]] void call_failed(const char* call, const char* error, const char* file, int line);
 }  // namespace ht

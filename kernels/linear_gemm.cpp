@@ -1,6 +1,6 @@
 #include "kernels/linear_gemm.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

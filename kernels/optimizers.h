@@ -4,8 +4,8 @@
 // gradient is still zeroed) when control.found_inf is set: the step is skipped on the device.
 #pragma once
 
-#include "engine/dtype.h"
-#include "kernels/host_device.h"
+#include "ground/dtype.h"
+#include "ground/host_device.h"
 #include "kernels/step_state.h"
 
 #include <cmath>

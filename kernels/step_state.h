@@ -5,7 +5,7 @@
 // HT_HD functions the CPU backend calls. The host only reads StepRecords, in batches, later.
 #pragma once
 
-#include "kernels/host_device.h"
+#include "ground/host_device.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "simt/runtime.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 #include "simt/emulator.h"
 
 #include <chrono>

@@ -10,7 +10,7 @@
 // Under AddressSanitizer every switch between stacks is announced to it (asan_switch_*), and a
 // failed block is cancelled cooperatively: each parked thread is resumed once more and unwinds
 // by exception from where it waits, so no stack is ever abandoned or unwound behind ASan's back.
-#include "engine/error.h"
+#include "ground/error.h"
 #include "simt/emulator.h"
 #include "simt/simt.h"
 

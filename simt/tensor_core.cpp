@@ -2,7 +2,7 @@
 // layouts of the PTX ISA ("Matrix fragments for mma.m16n8k16" and "ldmatrix"). Each runs as a
 // computing warp collective: every lane hands in its registers, the last to arrive computes
 // the whole warp's result.
-#include "engine/error.h"
+#include "ground/error.h"
 #include "simt/simt.h"
 
 #include <cstring>

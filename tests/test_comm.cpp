@@ -2,7 +2,7 @@
 // (comm/watchdog.h), tested as plain functions: no MPI, no GPU needed.
 #include "comm/agreement.h"
 #include "comm/watchdog.h"
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // IDX files (raw and .gz), every malformation named; the synthetic set; DistributedSampler.
-#include "engine/data/dataset.h"
-#include "engine/data/idx.h"
-#include "engine/data/sampler.h"
-#include "engine/error.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/sampler.h"
+#include "ground/error.h"
 
 #include <catch2/catch.hpp>
 #include <zlib.h>

@@ -1,7 +1,7 @@
 // fp16 / bf16 conversions: every one of the 65,536 bit patterns of each format, every rounding
 // boundary between neighbouring values, and random fp32 inputs against an independent
 // double-precision reference (and against cuda_fp16.h / cuda_bf16.h when the build has them).
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 #include "engine/rng.h"
 
 #include <catch2/catch.hpp>

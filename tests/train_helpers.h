@@ -1,7 +1,7 @@
 // Running the trainer in-process on small problems.
 #pragma once
 
-#include "engine/trainer.h"
+#include "train/trainer.h"
 
 #include <sstream>
 

@@ -2,7 +2,7 @@
 // Cᵀ = op(B)ᵀ·op(A)ᵀ with m = N, n = M; our per-column bias is cuBLASLt's per-row bias.
 #include "engine/gpu/cublas_gemm.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <cublasLt.h>
 

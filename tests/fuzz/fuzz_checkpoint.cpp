@@ -3,7 +3,7 @@
 // manifest whose sizes and CRCs match (a fuzzer cannot forge CRC-32s), so mutations reach the
 // safetensors, metadata and consistency checks behind the checksum.
 #include "engine/checkpoint.h"
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <unistd.h>
 #include <zlib.h>

@@ -1,8 +1,8 @@
 // `halftape train`'s command line: arbitrary arguments (the input split at newlines) either
 // parse into a valid TrainConfig or are refused with a CLI11 or ht::Error; any other exception
 // or a crash is a bug.
-#include "engine/cli/train_flags.h"
-#include "engine/error.h"
+#include "cli/train_flags.h"
+#include "ground/error.h"
 
 #include <cstdint>
 #include <cstdlib>

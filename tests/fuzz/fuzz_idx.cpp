@@ -1,7 +1,7 @@
 // The IDX reader on arbitrary bytes (raw, or gzip when the input starts like gzip): it may
 // refuse the file, with an ht::Error, but never crash, leak or hang.
-#include "engine/data/idx.h"
-#include "engine/error.h"
+#include "data/idx.h"
+#include "ground/error.h"
 
 #include <unistd.h>
 

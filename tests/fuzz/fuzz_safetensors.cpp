@@ -1,5 +1,5 @@
 // The safetensors decoder on arbitrary bytes: refuse with an ht::Error or decode; nothing else.
-#include "engine/error.h"
+#include "ground/error.h"
 #include "engine/safetensors.h"
 
 #include <cstdint>

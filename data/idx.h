@@ -2,7 +2,7 @@
 //   u8 0, u8 0, u8 type (0x08 = unsigned byte), u8 ndims, ndims × big-endian u32 sizes, data.
 #pragma once
 
-#include "engine/data/dataset.h"
+#include "data/dataset.h"
 
 #include <cstdint>
 #include <string>

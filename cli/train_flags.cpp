@@ -1,8 +1,8 @@
-#include "engine/cli/train_flags.h"
+#include "cli/train_flags.h"
 
 #include "comm/communicator.h"
 #include "engine/backend.h"
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <fmt/core.h>
 

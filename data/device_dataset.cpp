@@ -1,4 +1,4 @@
-#include "engine/data/device_dataset.h"
+#include "data/device_dataset.h"
 
 namespace ht {
 

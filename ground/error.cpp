@@ -1,4 +1,4 @@
-#include "engine/error.h"
+#include "ground/error.h"
 
 namespace ht {
 

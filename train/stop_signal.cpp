@@ -1,4 +1,4 @@
-#include "engine/stop_signal.h"
+#include "train/stop_signal.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "engine/dtype.h"
+#include "ground/dtype.h"
 
 namespace ht {
 

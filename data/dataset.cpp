@@ -1,7 +1,7 @@
-#include "engine/data/dataset.h"
+#include "data/dataset.h"
 
-#include "engine/data/idx.h"
-#include "engine/error.h"
+#include "data/idx.h"
+#include "ground/error.h"
 #include "engine/rng.h"
 
 #include <zlib.h>

@@ -2,7 +2,7 @@
 // Separate from running a training job, so the parser can be tested and fuzzed on its own.
 #pragma once
 
-#include "engine/train_config.h"
+#include "train/train_config.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
-#include "engine/step_log.h"
+#include "train/step_log.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "engine/backend.h"
-#include "engine/data/dataset.h"
-#include "engine/fault_injection.h"
+#include "data/dataset.h"
+#include "train/fault_injection.h"
 #include "engine/optimizer.h"
 #include "kernels/step_state.h"
 #include "models/mlp.h"

@@ -1,8 +1,8 @@
 // `halftape bench [NAME...]`: run benchmarks, print a table, write JSON (bench/schema.json).
 #include "bench/benchmarks.h"
 #include "comm/mpi_world.h"
-#include "engine/cli/commands.h"
-#include "engine/error.h"
+#include "cli/commands.h"
+#include "ground/error.h"
 
 #include <fmt/core.h>
 

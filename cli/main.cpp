@@ -5,8 +5,8 @@
 // failure every rank reaches together is printed once and ends every rank with the same status.
 #include "comm/agreement.h"
 #include "comm/mpi_world.h"
-#include "engine/cli/commands.h"
-#include "engine/error.h"
+#include "cli/commands.h"
+#include "ground/error.h"
 
 #include <fmt/core.h>
 

@@ -1,6 +1,6 @@
-#include "engine/data/sampler.h"
+#include "data/sampler.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 #include "engine/rng.h"
 
 #include <numeric>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "engine/backend.h"
-#include "engine/data/dataset.h"
+#include "data/dataset.h"
 
 namespace ht {
 

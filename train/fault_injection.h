@@ -4,6 +4,8 @@
 // reaches any of it.
 #pragma once
 
+#include "engine/checkpoint.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,12 +21,8 @@ struct OverflowInjection {
 };
 std::vector<OverflowInjection> parse_overflow_injections(const std::string& spec);  // "5,9:1"
 
-// The points of a checkpoint save where --inject-crash-in-save can kill the process.
-enum class SavePoint {
-  file_written,      // after each file of the checkpoint (the kill comes after the second)
-  old_moved_aside,   // re-saving a step: the old copy renamed aside, the new one not yet in place
-  rotated_to_trash,  // --keep: an old checkpoint renamed to the trash, not yet deleted
-};
+// Where in a checkpoint save --inject-crash-in-save kills the process (after the second file,
+// when it is SavePoint::file_written).
 SavePoint parse_save_point(const std::string& name);  // files | replace | rotate
 
 // At the start of step STEP, rank RANK kills itself with SIGKILL (crash) or stops answering

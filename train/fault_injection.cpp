@@ -1,6 +1,6 @@
-#include "engine/fault_injection.h"
+#include "train/fault_injection.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "engine/train_config.h"
+#include "train/train_config.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
-#include "engine/data/idx.h"
+#include "data/idx.h"
 
-#include "engine/error.h"
+#include "ground/error.h"
 
 #include <zlib.h>
 

@@ -1,8 +1,8 @@
-#include "engine/trainer.h"
+#include "train/trainer.h"
 
 #include "comm/agreement.h"
 #include "engine/ops.h"
-#include "engine/stop_signal.h"
+#include "train/stop_signal.h"
 
 #include <unistd.h>
 

@@ -1,12 +1,12 @@
-// `halftape train`: flags (engine/cli/train_flags.h) -> TrainConfig -> Trainer.
+// `halftape train`: flags (cli/train_flags.h) -> TrainConfig -> Trainer.
 #include "comm/communicator.h"
 #include "comm/mpi_world.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/train_flags.h"
-#include "engine/data/dataset.h"
-#include "engine/error.h"
-#include "engine/stop_signal.h"
-#include "engine/trainer.h"
+#include "cli/commands.h"
+#include "cli/train_flags.h"
+#include "data/dataset.h"
+#include "ground/error.h"
+#include "train/stop_signal.h"
+#include "train/trainer.h"
 
 #include <fmt/core.h>
 
