@@ -24,10 +24,7 @@ Timing time_loss_scaling(Harness& h, std::int64_t elements) {
   ParamArena arena;
   arena.add("w", Shape{elements});
   arena.allocate(b, DType::f16);
-  const std::vector<GradChunk> chunks = arena.chunks(1 << 16);
-  const Tensor d_chunks = b.buffer(chunks.size() * sizeof(GradChunk));
-  b.upload(d_chunks.data(), chunks.data(), chunks.size() * sizeof(GradChunk));
-  const auto num_chunks = static_cast<std::int32_t>(chunks.size());
+  const auto num_chunks = arena.num_chunks();
   const std::int32_t blocks = b.grad_stats_blocks(num_chunks);
   const Tensor partials = b.zeros(Shape{blocks}, DType::f32), flags = b.buffer(4), log = b.buffer(4);
   const Tensor record = b.buffer(sizeof(StepRecord)), state = b.buffer(sizeof(DeviceStepState));
@@ -35,7 +32,7 @@ Timing time_loss_scaling(Harness& h, std::int64_t elements) {
   s.scaler.scale = 1024;
   b.upload(state.data(), &s, sizeof(s));
   return h.time([&] {
-    b.unscale_check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), num_chunks,
+    b.unscale_check_norm({arena.grads().data_as<float>(), arena.chunk_table(), num_chunks,
                           state.data_as<DeviceStepState>(), partials.data_as<float>(), blocks, flags.data_as<std::int32_t>()});
     b.finalize_grad_stats({partials.data_as<float>(), blocks, flags.data_as<std::int32_t>(), 1, log.data_as<std::int32_t>(), 1,
                            1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});
@@ -88,8 +85,15 @@ void bench_memory(Harness& h) {
   const DeviceStepState initial;
   b.upload(state.data(), &initial, sizeof(initial));
   const Tensor m1 = b.zeros(Shape{n}, DType::f32), m2 = b.zeros(Shape{n}, DType::f32);
-  OptimizerArgs base{arena.master().data_as<float>(), arena.working().data(), DType::f16, arena.grads().data_as<float>(),
-                     m1.data_as<float>(), m2.data_as<float>(), n, state.data_as<DeviceStepState>()};
+  const OptimizerArgs base{.master = arena.master().data_as<float>(),
+                           .working = arena.working().data(),
+                           .working_dtype = DType::f16,
+                           .grads = arena.grads().data_as<float>(),
+                           .moment1 = m1.data_as<float>(),
+                           .moment2 = m2.data_as<float>(),
+                           .chunks = arena.chunk_table(),
+                           .num_chunks = arena.num_chunks(),
+                           .state = state.data_as<DeviceStepState>()};
   {
     const Timing t = h.time([&] { b.adamw_step({base, AdamWConfig{}}); });
     // reads master, grad, m, v; writes master, m, v, grad (zeroed) and the fp16 working copy

@@ -10,13 +10,9 @@
 #include "engine/caching_allocator.h"
 #include "ground/error.h"
 #include "engine/tensor.h"
-#include "kernels/bias_act.h"
-#include "kernels/cross_entropy.h"
-#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
-#include "kernels/grad_stats.h"
+#include "kernels/kernel_list.h"
 #include "kernels/linear_gemm.h"
-#include "kernels/optimizers.h"
 
 #include <functional>
 #include <memory>
@@ -79,23 +75,14 @@ class Backend {
   virtual std::unique_ptr<Graph> end_capture();
 
   // Kernels ------------------------------------------------------------------------------
-  virtual void cast(const CastArgs& a) = 0;
-  virtual void fill(const FillArgs& a) = 0;
-  virtual void scale(const ScaleArgs& a) = 0;
-  virtual void gather_batch(const GatherArgs& a) = 0;
-  virtual void sum(const SumArgs& a) = 0;
+  // One per entry of kernels/kernel_list.h, taking that kernel's argument struct.
+#define HT_DECLARE_KERNEL(name, Args) virtual void name(const Args& a) = 0;
+  HT_KERNELS(HT_DECLARE_KERNEL)
+#undef HT_DECLARE_KERNEL
   virtual void gemm(const GemmArgs& a) = 0;                // the plain GEMM, FP32 out
   virtual void linear_gemm(const LinearGemmArgs& a) = 0;   // a linear layer's GEMM + fused epilogue
   virtual void set_gemm_impl(GemmImpl impl) {}             // --gemm (GPU backends)
-  virtual void bias_act(const BiasActArgs& a) = 0;
-  virtual void act_backward(const ActBackwardArgs& a) = 0;
-  virtual void bias_grad(const BiasGradArgs& a) = 0;
-  virtual void cross_entropy(const CrossEntropyArgs& a) = 0;
-  virtual void unscale_check_norm(const UnscaleArgs& a) = 0;
-  virtual void finalize_grad_stats(const FinalizeArgs& a) = 0;
-  virtual void update_scaler(const ScalerUpdateArgs& a) = 0;
-  virtual void sgd_step(const SgdArgs& a) = 0;
-  virtual void adamw_step(const AdamWArgs& a) = 0;
+  virtual std::string gemm_kernel_name(DType dtype) const { return "cpu"; }  // what linear_gemm runs (the banner)
   // Number of partial-norm slots unscale_check_norm fills for `num_chunks` chunks.
   virtual std::int32_t grad_stats_blocks(std::int32_t num_chunks) const = 0;
 };

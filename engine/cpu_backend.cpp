@@ -59,22 +59,13 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Event> record_event() override { return std::make_unique<CpuEvent>(); }
   void synchronize() override {}
 
-  void cast(const CastArgs& a) override { cast_ref(a); }
-  void fill(const FillArgs& a) override { fill_ref(a); }
-  void scale(const ScaleArgs& a) override { scale_ref(a); }
-  void gather_batch(const GatherArgs& a) override { gather_batch_ref(a); }
-  void sum(const SumArgs& a) override { sum_ref(a); }
+#define HT_RUN_REFERENCE(name, Args) \
+  void name(const Args& a) override { name##_ref(a); }
+  HT_KERNELS(HT_RUN_REFERENCE)
+#undef HT_RUN_REFERENCE
   void gemm(const GemmArgs& a) override { gemm_ref(a); }
   void linear_gemm(const LinearGemmArgs& a) override { linear_gemm_ref(a); }
-  void bias_act(const BiasActArgs& a) override { bias_act_ref(a); }
-  void act_backward(const ActBackwardArgs& a) override { act_backward_ref(a); }
-  void bias_grad(const BiasGradArgs& a) override { bias_grad_ref(a); }
-  void cross_entropy(const CrossEntropyArgs& a) override { cross_entropy_ref(a); }
-  void unscale_check_norm(const UnscaleArgs& a) override { unscale_check_norm_ref(a); }
-  void finalize_grad_stats(const FinalizeArgs& a) override { finalize_grad_stats_ref(a); }
-  void update_scaler(const ScalerUpdateArgs& a) override { update_scaler_ref(a); }
-  void sgd_step(const SgdArgs& a) override { sgd_step_ref(a); }
-  void adamw_step(const AdamWArgs& a) override { adamw_step_ref(a); }
+  std::string gemm_kernel_name(DType) const override { return "OpenBLAS"; }
   std::int32_t grad_stats_blocks(std::int32_t) const override { return 1; }
 
  private:

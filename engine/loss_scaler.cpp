@@ -2,10 +2,6 @@
 
 namespace ht {
 
-namespace {
-constexpr std::int64_t kGradChunk = 1 << 16;  // elements per chunk of the unscale pass
-}
-
 LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled)
     : backend_(backend), params_(params), config_(config), enabled_(scaling_enabled) {
   // Unscaling multiplies by 1/scale: every scale the scaler can reach must have a finite inverse.
@@ -27,20 +23,16 @@ LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossSca
   state_ = backend.buffer(sizeof(DeviceStepState));
   backend.upload(state_.data(), &initial, sizeof(initial));
 
-  const std::vector<GradChunk> chunks = params.chunks(kGradChunk);
-  num_chunks_ = static_cast<std::int32_t>(chunks.size());
-  chunks_ = backend.buffer(chunks.size() * sizeof(GradChunk));
-  if (!chunks.empty()) backend.upload(chunks_.data(), chunks.data(), chunks.size() * sizeof(GradChunk));
-  block_norm2_ = backend.zeros(Shape{std::max(1, backend.grad_stats_blocks(num_chunks_))}, DType::f32);
+  block_norm2_ = backend.zeros(Shape{std::max(1, backend.grad_stats_blocks(params.num_chunks()))}, DType::f32);
   tensor_nonfinite_ = backend.buffer(params.params().size() * sizeof(std::int32_t));
 }
 
 void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_ring,
                          std::int32_t ring_slots) {
   HT_CHECK(stage_ == Stage::ready, "LossScaler: unscale() has already been called since the last update()");
-  const std::int32_t blocks = backend_.grad_stats_blocks(num_chunks_);
+  const std::int32_t blocks = backend_.grad_stats_blocks(params_.num_chunks());
   auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
-  backend_.unscale_check_norm({params_.grads().data_as<float>(), chunks_.data_as<GradChunk>(), num_chunks_, state(),
+  backend_.unscale_check_norm({params_.grads().data_as<float>(), params_.chunk_table(), params_.num_chunks(), state(),
                                block_norm2_.data_as<float>(), blocks, flags});
   backend_.finalize_grad_stats({block_norm2_.data_as<float>(), blocks, flags,
                                 static_cast<std::int32_t>(params_.params().size()), nonfinite_ring, ring_slots,

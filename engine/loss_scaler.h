@@ -47,8 +47,6 @@ class LossScaler {
   bool enabled_;
   Stage stage_ = Stage::ready;
   Tensor state_;            // one DeviceStepState
-  Tensor chunks_;           // GradChunk table of the arena
-  std::int32_t num_chunks_ = 0;
   Tensor block_norm2_;      // partial sums of squares
   Tensor tensor_nonfinite_; // per-parameter flags
 };

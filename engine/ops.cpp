@@ -5,7 +5,7 @@ namespace ht {
 Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
   Backend& backend = ctx.backend;
   const Tensor weight = ctx.params.working(layer.weight);
-  const Tensor bias = ctx.params.working(layer.bias);
+  const Tensor bias = layer.bias >= 0 ? ctx.params.working(layer.bias) : Tensor();
   const DType dtype = weight.dtype();
   const std::int64_t rows = x->value.shape()[0];
   const std::int64_t in = weight.shape()[1];
@@ -17,53 +17,71 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
   // Forward: y = act(x·Wᵀ + b), the epilogue rounding pre and y to the compute dtype.
   const Tensor y = backend.empty(Shape{rows, out}, dtype);
   const Tensor pre = layer.act == Activation::gelu ? backend.empty(Shape{rows, out}, dtype) : Tensor();
-  LinearGemmArgs fwd;
-  fwd.gemm = {GemmOp::nt, rows, out, in, x->value.data(), weight.data(), dtype, nullptr, 0.0f};
-  fwd.epilogue = Epilogue::bias_act;
-  fwd.out = y.data();
-  fwd.pre = pre.data();
-  fwd.bias = bias.data();
-  fwd.act = layer.act;
-  backend.linear_gemm(fwd);
+  backend.linear_gemm({.gemm = {GemmOp::nt, rows, out, in, x->value.data(), weight.data(), dtype, nullptr, 0.0f},
+                       .epilogue = Epilogue::bias_act,
+                       .out = y.data(),
+                       .pre = pre.data(),
+                       .bias = bias.data(),
+                       .act = layer.act});
   Var result = make_var(y, x->requires_grad || ctx.tape != nullptr);
   result->act = layer.act;
   result->act_saved = layer.act == Activation::gelu ? pre : y;
   if (!ctx.tape) return result;
 
   Tape& tape = *ctx.tape;
+  tape.consume(x);
+  tape.use_param(layer.weight);
+  if (layer.bias >= 0) tape.use_param(layer.bias);
   const ParamArena& params = ctx.params;
   tape.record([&backend, &params, &tape, x, result, weight, layer, rows, in, out, dtype] {
-    HT_ASSERT(result->grad.defined());
     // dpre = dy · act'(pre), unless the op after us already fused it into its input gradient.
-    Tensor dpre = result->grad;
+    Tensor dpre = grad_as(backend, *result, dtype);
     if (layer.act != Activation::none && !result->grad_is_preactivation) {
-      dpre = backend.empty(dpre.shape(), dtype);
-      backend.act_backward({result->grad.data(), result->act_saved.data(), dpre.data(), dtype, dpre.numel(), layer.act});
+      const Tensor dy = dpre;
+      dpre = backend.empty(dy.shape(), dtype);
+      backend.act_backward({dy.data(), result->act_saved.data(), dpre.data(), dtype, dpre.numel(), layer.act});
     }
     // Parameter gradients, accumulated in FP32 straight into the arena (beta = 1).
-    LinearGemmArgs dw;
-    dw.gemm = {GemmOp::tn, out, in, rows, dpre.data(), x->value.data(), dtype, params.grad(layer.weight).data_as<float>(), 1.0f};
-    backend.linear_gemm(dw);
-    backend.bias_grad({dpre.data(), dtype, rows, out, params.grad(layer.bias).data_as<float>()});
-    tape.grad_ready(layer.weight);
-    tape.grad_ready(layer.bias);
-    // Input gradient dx = dpre·W, rounded to the compute dtype; when x is an activation's output,
-    // that activation's backward is fused in and x gets the gradient of its pre-activation.
-    if (!x->requires_grad) return;
-    HT_ASSERT(!x->grad.defined());
-    x->grad = backend.empty(Shape{rows, in}, dtype);
-    LinearGemmArgs dx;
-    dx.gemm = {GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, nullptr, 0.0f};
-    dx.out = x->grad.data();
-    if (x->act != Activation::none) {
-      dx.epilogue = Epilogue::cast_act_grad;
-      dx.act = x->act;
-      dx.saved = x->act_saved.data();
-      x->grad_is_preactivation = true;
-    } else {
-      dx.epilogue = Epilogue::cast;
+    backend.linear_gemm({.gemm = {GemmOp::tn, out, in, rows, dpre.data(), x->value.data(), dtype,
+                                  params.grad(layer.weight).data_as<float>(), 1.0f}});
+    tape.param_grad_done(layer.weight);
+    if (layer.bias >= 0) {
+      backend.bias_grad({dpre.data(), dtype, rows, out, params.grad(layer.bias).data_as<float>()});
+      tape.param_grad_done(layer.bias);
     }
-    backend.linear_gemm(dx);
+    // Input gradient dx = dpre·W, rounded to the compute dtype. When x is an activation's output
+    // read by this op alone, that activation's backward is fused in and x gets the gradient of
+    // its pre-activation.
+    if (!x->requires_grad) return;
+    const bool fuse = x->act != Activation::none && x->consumers == 1;
+    const Tensor dx = backend.empty(Shape{rows, in}, dtype);
+    backend.linear_gemm({.gemm = {GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, nullptr, 0.0f},
+                         .epilogue = fuse ? Epilogue::cast_act_grad : Epilogue::cast,
+                         .out = dx.data(),
+                         .saved = fuse ? x->act_saved.data() : nullptr,
+                         .act = fuse ? x->act : Activation::none});
+    x->grad_is_preactivation = fuse;
+    accumulate_grad(backend, *x, dx);
+  });
+  return result;
+}
+
+Var residual_add(OpContext& ctx, const Var& a, const Var& b) {
+  Backend& backend = ctx.backend;
+  HT_CHECK(a->value.shape() == b->value.shape() && a->value.dtype() == DType::f32,
+           "residual_add: {} fp32 + {} {}", a->value.shape().to_string(), b->value.shape().to_string(),
+           dtype_name(b->value.dtype()));
+  const Tensor y = backend.empty(a->value.shape(), DType::f32);
+  backend.add({a->value.data(), DType::f32, b->value.data(), b->value.dtype(), y.data_as<float>(), y.numel()});
+  Var result = make_var(y, a->requires_grad || b->requires_grad || ctx.tape != nullptr);
+  if (!ctx.tape) return result;
+  ctx.tape->consume(a);
+  ctx.tape->consume(b);
+  ctx.tape->record([&backend, a, b, result] {
+    // dy reaches both inputs unchanged: rounded for the low-precision branch, and passed on to
+    // the FP32 stream as it is (nothing reads result's gradient after this).
+    if (b->requires_grad) accumulate_grad(backend, *b, grad_as(backend, *result, b->value.dtype()));
+    if (a->requires_grad) accumulate_grad(backend, *a, grad_as(backend, *result, DType::f32));
   });
   return result;
 }
@@ -80,7 +98,9 @@ void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets&
                          row_correct.data_as<float>(), dlogits.data(), t.loss_scale, t.grad_divisor});
   if (t.loss_sum) backend.sum({row_loss.data_as<float>(), rows, t.loss_weight, t.loss_sum});
   if (t.correct_sum) backend.sum({row_correct.data_as<float>(), rows, 1.0f, t.correct_sum});
-  if (ctx.tape) ctx.tape->record([logits, dlogits] { logits->grad = dlogits; });
+  if (!ctx.tape) return;
+  ctx.tape->consume(logits);
+  ctx.tape->record([&backend, logits, dlogits] { accumulate_grad(backend, *logits, dlogits); });
 }
 
 }  // namespace ht

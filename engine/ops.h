@@ -19,12 +19,15 @@ struct OpContext {
 
 struct LinearLayer {
   int weight = -1;  // parameter indices in the arena
-  int bias = -1;
+  int bias = -1;    // -1: no bias
   Activation act = Activation::none;
 };
 
 // x: (rows, in) compute dtype -> (rows, out) compute dtype.
 Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer);
+
+// a + b in FP32: the residual stream (a: FP32) plus a branch's output (b: any dtype) -> FP32.
+Var residual_add(OpContext& ctx, const Var& a, const Var& b);
 
 struct CrossEntropyTargets {
   const std::int32_t* labels = nullptr;  // (rows) on the device

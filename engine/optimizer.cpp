@@ -23,7 +23,8 @@ void Optimizer::step(const DeviceStepState* state) {
   base.grads = params_.grads().data_as<float>();
   base.moment1 = moment1_.data_as<float>();
   base.moment2 = moment2_.data_as<float>();
-  base.n = params_.size();
+  base.chunks = params_.chunk_table();
+  base.num_chunks = params_.num_chunks();
   base.state = state;
   if (config_.kind == OptimizerKind::adamw) {
     backend_.adamw_step({base, config_.adamw});

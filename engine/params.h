@@ -18,6 +18,7 @@ struct ParamInfo {
   std::string name;     // "layers.0.weight", as in a PyTorch state_dict
   Shape shape;          // [out, in] for a weight, as torch.nn.Linear
   std::int64_t offset;  // in elements, a multiple of ParamArena::alignment
+  bool decay = true;    // the optimizer's weight decay applies (nanoGPT: 2-D weights only)
 };
 
 class ParamArena {
@@ -26,8 +27,10 @@ class ParamArena {
   // The room a parameter of `numel` elements takes in the arena (checkpoints lay out the same way).
   static constexpr std::int64_t padded(std::int64_t numel) { return (numel + alignment - 1) / alignment * alignment; }
 
-  int add(std::string name, Shape shape);   // only before allocate()
-  void allocate(Backend& backend, DType working_dtype);
+  static constexpr std::int64_t chunk_elements = 1 << 16;  // the multi-tensor passes' unit of work
+
+  int add(std::string name, Shape shape, bool decay = true);  // only before allocate()
+  void allocate(Backend& backend, DType working_dtype);       // also uploads the chunk table
 
   const std::vector<ParamInfo>& params() const { return params_; }
   std::int64_t size() const { return size_; }  // elements, padding included
@@ -45,12 +48,17 @@ class ParamArena {
   void refresh_working_copy(Backend& backend) const;  // working = round(master)
   // Slices of at most `max_chunk` elements that never straddle two parameters.
   std::vector<GradChunk> chunks(std::int64_t max_chunk) const;
+  // The chunks of chunk_elements, on the device (after allocate()).
+  const GradChunk* chunk_table() const { return chunk_table_.data_as<GradChunk>(); }
+  std::int32_t num_chunks() const { return num_chunks_; }
 
  private:
   Tensor view(const Tensor& arena, int i) const;
   std::vector<ParamInfo> params_;
   std::int64_t size_ = 0;
   Tensor master_, working_, grads_;
+  Tensor chunk_table_;
+  std::int32_t num_chunks_ = 0;
 };
 
 }  // namespace ht

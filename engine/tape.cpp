@@ -2,6 +2,39 @@
 
 namespace ht {
 
+void accumulate_grad(Backend& backend, VarNode& x, Tensor contribution) {
+  HT_ASSERT(contribution.shape() == x.value.shape());
+  ++x.contributions;
+  if (!x.grad.defined()) {  // the first: taken as it is (a chain writes its gradients in place)
+    x.grad = std::move(contribution);
+    return;
+  }
+  // Later ones are summed in FP32: into the FP32 gradient in place, or into a new FP32 sum of a
+  // low-precision first contribution and this one.
+  Tensor sum = x.grad.dtype() == DType::f32 ? x.grad : backend.empty(x.value.shape(), DType::f32);
+  backend.add({x.grad.data(), x.grad.dtype(), contribution.data(), contribution.dtype(), sum.data_as<float>(), sum.numel()});
+  x.grad = std::move(sum);
+}
+
+Tensor grad_as(Backend& backend, const VarNode& x, DType dtype) {
+  HT_ASSERT(x.grad.defined());
+  if (x.grad.dtype() == dtype) return x.grad;
+  Tensor out = backend.empty(x.grad.shape(), dtype);
+  backend.cast({x.grad.data(), x.grad.dtype(), out.data(), dtype, out.numel()});
+  return out;
+}
+
+void Tape::use_param(int index) {
+  if (static_cast<std::size_t>(index) >= param_uses_.size()) param_uses_.resize(static_cast<std::size_t>(index) + 1, 0);
+  ++param_uses_[static_cast<std::size_t>(index)];
+}
+
+void Tape::param_grad_done(int index) {
+  int& left = param_uses_.at(static_cast<std::size_t>(index));
+  HT_ASSERT(left > 0);
+  if (--left == 0 && grad_ready_) grad_ready_(index);
+}
+
 void Tape::backward() {
   // Move the closures out first: they hold the activations, which are released one op at a
   // time as backward walks down, exactly when they stop being needed.

@@ -7,6 +7,8 @@ std::string_view dtype_name(DType t) {
     case DType::f32: return "fp32";
     case DType::f16: return "fp16";
     case DType::bf16: return "bf16";
+    case DType::i32: return "i32";
+    case DType::u8: return "u8";
   }
   return "?";
 }

@@ -15,11 +15,21 @@
 
 namespace ht {
 
-enum class DType : std::uint8_t { f32, f16, bf16 };
+// Floating-point types for values, and the integer types data is stored in (token ids and
+// labels as i32, pixels as u8). The kernels' float dispatch takes f32, f16 and bf16 only.
+enum class DType : std::uint8_t { f32, f16, bf16, i32, u8 };
 
-constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
-std::string_view dtype_name(DType t);                      // "fp32", "fp16", "bf16"
-std::optional<DType> parse_dtype(std::string_view name);   // inverse of dtype_name
+constexpr std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f16:
+    case DType::bf16: return 2;
+    case DType::u8: return 1;
+    default: return 4;
+  }
+}
+constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+std::string_view dtype_name(DType t);                      // "fp32", "fp16", "bf16", "i32", "u8"
+std::optional<DType> parse_dtype(std::string_view name);   // the float types, inverse of dtype_name
 
 constexpr std::uint16_t canonical_nan16 = 0x7fff;
 

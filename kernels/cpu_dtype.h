@@ -27,8 +27,9 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
     case DType::f32: return f(std::type_identity<float>{});
     case DType::f16: return f(std::type_identity<f16>{});
     case DType::bf16: return f(std::type_identity<bf16>{});
+    default: break;
   }
-  fail("internal error: unknown dtype");
+  fail(fmt::format("internal error: a float kernel given {}", dtype_name(t)));
 }
 
 }  // namespace ht::cpu

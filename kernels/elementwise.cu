@@ -44,6 +44,12 @@ __global__ void __launch_bounds__(kBlock) gather_batch_kernel(const std::uint8_t
   }
 }
 
+// a: (n) A, b: (n) B -> out: (n) fp32 = a + b (out may alias a)
+template <class A, class B>
+__global__ void __launch_bounds__(kBlock) add_kernel(const A* a, const B* b, float* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = to_float(a[i]) + to_float(b[i]);
+}
+
 // values: (n) fp32 -> *accumulator += factor * Σ values. One block.
 __global__ void __launch_bounds__(kBlock) sum_kernel(const float* __restrict__ values, std::int64_t n, float factor,
                                                      float* __restrict__ accumulator) {
@@ -84,6 +90,18 @@ void launch_gather_batch(const GatherArgs& a, const Stream& s) {
     using T = typename decltype(tag)::type;
     HT_LAUNCH(gather_batch_kernel<T>, cfg, s, a.images, a.all_labels, a.indices, a.rows, a.features, static_cast<T*>(a.x),
               a.labels, a);
+  });
+}
+
+void launch_add(const AddArgs& a, const Stream& s) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  dispatch(a.a_dtype, [&](auto a_tag) {
+    dispatch(a.b_dtype, [&](auto b_tag) {
+      using A = typename decltype(a_tag)::type;
+      using B = typename decltype(b_tag)::type;
+      HT_LAUNCH((add_kernel<A, B>), cfg, s, static_cast<const A*>(a.a), static_cast<const B*>(a.b), a.out, a.n);
+    });
   });
 }
 

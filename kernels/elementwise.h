@@ -55,6 +55,18 @@ HT_HD std::int64_t gather_offset(const GatherArgs& a) {
   return a.cursor ? steps_done(*a.cursor) % a.steps_per_epoch * a.rows_per_step : 0;
 }
 
+// out[i] = a[i] + b[i] in FP32 (out may be a): the residual stream's sums (an FP32 stream plus a
+// low-precision branch) and the gradient contributions several consumers add to one value.
+struct AddArgs {
+  const void* a = nullptr;  // (n) a_dtype
+  DType a_dtype = DType::f32;
+  const void* b = nullptr;  // (n) b_dtype
+  DType b_dtype = DType::f32;
+  float* out = nullptr;     // (n) fp32
+  std::int64_t n = 0;
+};
+void add_ref(const AddArgs& a);
+
 // *accumulator += factor * sum(values[0..n)). One block on the GPU; used for losses and counts.
 struct SumArgs {
   const float* values = nullptr;  // (n) fp32

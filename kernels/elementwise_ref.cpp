@@ -38,6 +38,18 @@ void gather_batch_ref(const GatherArgs& a) {
   });
 }
 
+void add_ref(const AddArgs& a) {
+  cpu::dispatch(a.a_dtype, [&](auto a_tag) {
+    using A = typename decltype(a_tag)::type;
+    cpu::dispatch(a.b_dtype, [&](auto b_tag) {
+      using B = typename decltype(b_tag)::type;
+      const A* x = static_cast<const A*>(a.a);
+      const B* y = static_cast<const B*>(a.b);
+      for (std::int64_t i = 0; i < a.n; ++i) a.out[i] = cpu::load(x[i]) + cpu::load(y[i]);
+    });
+  });
+}
+
 void sum_ref(const SumArgs& a) {
   double total = 0;
   for (std::int64_t i = 0; i < a.n; ++i) total += a.values[i];

@@ -94,6 +94,7 @@ template <class F> void dispatch(DType t, F&& f) {
     case DType::f32: f(std::type_identity<float>{}); return;
     case DType::f16: f(std::type_identity<__half>{}); return;
     case DType::bf16: f(std::type_identity<__nv_bfloat16>{}); return;
+    default: ht::call_failed("dispatch", "a float kernel given an integer dtype", __FILE__, __LINE__);
   }
 }
 

@@ -14,11 +14,12 @@
 
 namespace ht {
 
-// A contiguous slice of the gradient arena inside one parameter tensor.
+// A contiguous slice of the parameter arenas inside one parameter tensor: the unit of work of
+// the multi-tensor passes (unscale/check/norm, the optimizers).
 struct GradChunk {
   std::int64_t begin = 0, end = 0;  // element offsets into the arena
   std::int32_t tensor = 0;          // parameter index
-  std::int32_t pad = 0;
+  std::int32_t decay = 1;           // the optimizer applies weight decay to this tensor
 };
 
 struct UnscaleArgs {

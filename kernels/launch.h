@@ -2,22 +2,18 @@
 // the same argument struct as its CPU reference (*_ref) and queues the work on `stream`.
 #pragma once
 
-#include "kernels/bias_act.h"
-#include "kernels/cross_entropy.h"
-#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/gpu.h"
-#include "kernels/grad_stats.h"
+#include "kernels/kernel_list.h"
 #include "kernels/linear_gemm.h"
-#include "kernels/optimizers.h"
 
 namespace ht::gpu::inline HT_GPU_NS {
 
-void launch_cast(const CastArgs& a, const Stream& s);
-void launch_fill(const FillArgs& a, const Stream& s);
-void launch_scale(const ScaleArgs& a, const Stream& s);
-void launch_gather_batch(const GatherArgs& a, const Stream& s);
-void launch_sum(const SumArgs& a, const Stream& s);
+// One per entry of kernels/kernel_list.h.
+#define HT_DECLARE_LAUNCH(name, Args) void launch_##name(const Args& a, const Stream& s);
+HT_KERNELS(HT_DECLARE_LAUNCH)
+#undef HT_DECLARE_LAUNCH
+// The GEMMs, which the backend chooses among.
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
 void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);   // tensor cores, sm_80+
 void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
@@ -26,15 +22,6 @@ void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
 bool gemm_wgmma_supports(const GemmArgs& g);
 void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s);
 #endif
-void launch_bias_act(const BiasActArgs& a, const Stream& s);
-void launch_act_backward(const ActBackwardArgs& a, const Stream& s);
-void launch_bias_grad(const BiasGradArgs& a, const Stream& s);
-void launch_cross_entropy(const CrossEntropyArgs& a, const Stream& s);
-void launch_unscale_check_norm(const UnscaleArgs& a, const Stream& s);
-void launch_finalize_grad_stats(const FinalizeArgs& a, const Stream& s);
-void launch_update_scaler(const ScalerUpdateArgs& a, const Stream& s);
-void launch_sgd_step(const SgdArgs& a, const Stream& s);
-void launch_adamw_step(const AdamWArgs& a, const Stream& s);
 
 // Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks (independent of the
 // device, so every GPU sums the norm in the same order).

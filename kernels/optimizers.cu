@@ -1,5 +1,6 @@
-// Fused SGD and AdamW over the flat arenas (see kernels/optimizers.h). The element update is
-// the HT_HD function the CPU reference calls; the skip decision is read on the device.
+// Fused SGD and AdamW over the flat arenas, a block per chunk of the chunk table (see
+// kernels/optimizers.h). The element update is the HT_HD function the CPU reference calls; the
+// skip decision is read on the device.
 #include "kernels/launch.h"
 
 namespace ht::gpu::inline HT_GPU_NS {
@@ -8,63 +9,74 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// master, grads, moments: (n) fp32; working: (n) W, or unused when W is float (fp32 mode).
+// master, grads, moments: (arena) fp32; working: (arena) W, or unused when W is float (fp32
+// mode); chunks: (num_chunks), block b takes chunks b, b + grid, ...
 template <class W>
 __global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ master, W* __restrict__ working,
                                                        float* __restrict__ grads, float* __restrict__ m, float* __restrict__ v,
-                                                       std::int64_t n, AdamWConfig config,
+                                                       const GradChunk* __restrict__ chunks, int num_chunks, AdamWConfig config,
                                                        const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
   const AdamWStepConstants k = adamw_constants(config, control.lr, control.t);
-  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
-    if (!control.found_inf) {
-      float p = master[i], mi = m[i], vi = v[i];
-      adamw_update(p, mi, vi, grads[i] * control.clip_coef, config, k);
-      master[i] = p;
-      m[i] = mi;
-      v[i] = vi;
-      if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+  for (int c = blockIdx.x; c < num_chunks; c += gridDim.x) {
+    const GradChunk chunk = chunks[c];
+    const float decay = chunk.decay ? config.weight_decay : 0.0f;
+    for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
+      if (!control.found_inf) {
+        float p = master[i], mi = m[i], vi = v[i];
+        adamw_update(p, mi, vi, grads[i] * control.clip_coef, config, decay, k);
+        master[i] = p;
+        m[i] = mi;
+        v[i] = vi;
+        if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+      }
+      grads[i] = 0.0f;
     }
-    grads[i] = 0.0f;
   }
 }
 
 // As adamw_kernel; momentum is null when SGD runs without momentum.
 template <class W>
 __global__ void __launch_bounds__(kBlock) sgd_kernel(float* __restrict__ master, W* __restrict__ working,
-                                                     float* __restrict__ grads, float* __restrict__ momentum, std::int64_t n,
-                                                     SgdConfig config, const DeviceStepState* __restrict__ state) {
+                                                     float* __restrict__ grads, float* __restrict__ momentum,
+                                                     const GradChunk* __restrict__ chunks, int num_chunks, SgdConfig config,
+                                                     const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
-  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
-    if (!control.found_inf) {
-      float p = master[i], buf = momentum ? momentum[i] : 0.0f;
-      sgd_update(p, buf, grads[i] * control.clip_coef, config, control.lr, control.t);
-      master[i] = p;
-      if (momentum) momentum[i] = buf;
-      if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+  for (int c = blockIdx.x; c < num_chunks; c += gridDim.x) {
+    const GradChunk chunk = chunks[c];
+    const float decay = chunk.decay ? config.weight_decay : 0.0f;
+    for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
+      if (!control.found_inf) {
+        float p = master[i], buf = momentum ? momentum[i] : 0.0f;
+        sgd_update(p, buf, grads[i] * control.clip_coef, config, decay, control.lr, control.t);
+        master[i] = p;
+        if (momentum) momentum[i] = buf;
+        if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
+      }
+      grads[i] = 0.0f;
     }
-    grads[i] = 0.0f;
   }
 }
 
 }  // namespace
 
 void launch_adamw_step(const AdamWArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  if (a.num_chunks == 0) return;
+  const LaunchConfig cfg{static_cast<unsigned>(a.num_chunks), kBlock};
   dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
     using W = typename decltype(tag)::type;
-    HT_LAUNCH(adamw_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.moment2, a.n, a.config,
-              a.state);
+    HT_LAUNCH(adamw_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.moment2, a.chunks,
+              a.num_chunks, a.config, a.state);
   });
 }
 
 void launch_sgd_step(const SgdArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  if (a.num_chunks == 0) return;
+  const LaunchConfig cfg{static_cast<unsigned>(a.num_chunks), kBlock};
   dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
     using W = typename decltype(tag)::type;
-    HT_LAUNCH(sgd_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.n, a.config, a.state);
+    HT_LAUNCH(sgd_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.chunks, a.num_chunks,
+              a.config, a.state);
   });
 }
 

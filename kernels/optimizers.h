@@ -1,11 +1,14 @@
-// Fused optimizers over the flat arenas, one pass each: read the FP32 gradient (times the clip
-// coefficient), update the FP32 master weight and the moments, write the low-precision working
-// copy, and zero the gradient for the next accumulation window. Nothing changes (but the
-// gradient is still zeroed) when control.found_inf is set: the step is skipped on the device.
+// Fused optimizers over the flat arenas, one pass each, chunk by chunk (a multi-tensor kernel:
+// one launch for every parameter, each chunk carrying its tensor's weight-decay flag): read the
+// FP32 gradient (times the clip coefficient), update the FP32 master weight and the moments,
+// write the low-precision working copy, and zero the gradient for the next accumulation window.
+// Nothing changes (but the gradient is still zeroed) when control.found_inf is set: the step is
+// skipped on the device.
 #pragma once
 
 #include "ground/dtype.h"
 #include "ground/host_device.h"
+#include "kernels/grad_stats.h"
 #include "kernels/step_state.h"
 
 #include <cmath>
@@ -31,7 +34,8 @@ struct OptimizerArgs {
   float* grads = nullptr;      // (n) fp32, zeroed
   float* moment1 = nullptr;    // (n) fp32: SGD momentum buffer / Adam m
   float* moment2 = nullptr;    // (n) fp32: Adam v (unused by SGD)
-  std::int64_t n = 0;
+  const GradChunk* chunks = nullptr;  // (num_chunks) the arena's parameters, a decay flag each
+  std::int32_t num_chunks = 0;
   const DeviceStepState* state = nullptr;  // reads control
 };
 
@@ -42,8 +46,9 @@ void sgd_step_ref(const SgdArgs& a);
 void adamw_step_ref(const AdamWArgs& a);
 
 // torch.optim.SGD for one element; the first update initialises the momentum buffer to g.
-HT_HD float sgd_update(float& p, float& buf, float g, const SgdConfig& c, float lr, std::int64_t t) {
-  g += c.weight_decay * p;
+// weight_decay is the config's, or 0 for a tensor that takes none.
+HT_HD float sgd_update(float& p, float& buf, float g, const SgdConfig& c, float weight_decay, float lr, std::int64_t t) {
+  g += weight_decay * p;
   if (c.momentum != 0.0f) {
     buf = t == 1 ? g : c.momentum * buf + g;
     g = c.nesterov ? g + c.momentum * buf : buf;
@@ -68,8 +73,9 @@ HT_HD AdamWStepConstants adamw_constants(const AdamWConfig& c, float lr, std::in
   return k;
 }
 
-HT_HD float adamw_update(float& p, float& m, float& v, float g, const AdamWConfig& c, const AdamWStepConstants& k) {
-  p *= 1.0f - k.lr * c.weight_decay;
+HT_HD float adamw_update(float& p, float& m, float& v, float g, const AdamWConfig& c, float weight_decay,
+                         const AdamWStepConstants& k) {
+  p *= 1.0f - k.lr * weight_decay;
   m = c.beta1 * m + (1.0f - c.beta1) * g;
   v = c.beta2 * v + (1.0f - c.beta2) * g * g;
   const float denom = sqrtf(v) / k.bias_correction2_sqrt + c.eps;

@@ -339,8 +339,21 @@ TEST_CASE("kernels sgd and adamw: master, moments and working copy; skip on foun
               auto d_p = put(b, p), d_g = put(b, g), d_m1 = put(b, m1), d_m2 = put(b, m2);
               auto d_w = put_zeros<std::uint8_t>(b, n * dtype_size(working));
               const auto d_s = put(b, std::vector<DeviceStepState>{s});
-              OptimizerArgs base{d_p.get(), working == DType::f32 ? nullptr : d_w.get(), working, d_g.get(), d_m1.get(),
-                                 d_m2.get(), static_cast<std::int64_t>(n), d_s.get()};
+              // Chunks of at most 300 elements, every other one without weight decay.
+              std::vector<GradChunk> table;
+              for (std::size_t b0 = 0; b0 < n; b0 += 300)
+                table.push_back({static_cast<std::int64_t>(b0), static_cast<std::int64_t>(std::min(n, b0 + 300)),
+                                 0, static_cast<std::int32_t>(table.size() % 2)});
+              const auto d_chunks = put(b, table);
+              const OptimizerArgs base{.master = d_p.get(),
+                                       .working = working == DType::f32 ? nullptr : d_w.get(),
+                                       .working_dtype = working,
+                                       .grads = d_g.get(),
+                                       .moment1 = d_m1.get(),
+                                       .moment2 = d_m2.get(),
+                                       .chunks = d_chunks.get(),
+                                       .num_chunks = static_cast<std::int32_t>(table.size()),
+                                       .state = d_s.get()};
               if (kind == OptimizerKind::sgd) b.sgd_step({base, SgdConfig{0.9f, 0.01f, 1}});
               else b.adamw_step({base, AdamWConfig{}});
               return std::tuple{get(b, d_p), get(b, d_w), get(b, d_m1), get(b, d_m2), get(b, d_g)};

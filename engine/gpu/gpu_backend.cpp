@@ -179,13 +179,23 @@ class GpuBackend final : public Backend {
     return kDevice == Device::cuda ? static_cast<std::size_t>(props_.l2CacheSize) : 0;
   }
 
-  void cast(const CastArgs& a) override { launch_cast(a, stream_); }
-  void fill(const FillArgs& a) override { launch_fill(a, stream_); }
-  void scale(const ScaleArgs& a) override { launch_scale(a, stream_); }
-  void gather_batch(const GatherArgs& a) override { launch_gather_batch(a, stream_); }
-  void sum(const SumArgs& a) override { launch_sum(a, stream_); }
+#define HT_LAUNCH_KERNEL(name, Args) \
+  void name(const Args& a) override { launch_##name(a, stream_); }
+  HT_KERNELS(HT_LAUNCH_KERNEL)
+#undef HT_LAUNCH_KERNEL
   void gemm(const GemmArgs& a) override { launch_gemm_tiled(a, stream_); }
   void set_gemm_impl(GemmImpl impl) override { gemm_impl_ = impl; }
+  std::string gemm_kernel_name(DType dtype) const override {
+    switch (gemm_impl_) {
+      case GemmImpl::native:
+        if (dtype == DType::f32) return "tiled (fp32 on CUDA cores)";
+        return use_wgmma_ ? "wgmma (forward) + mma.sync" : "mma.sync";
+      case GemmImpl::tiled: return "tiled";
+      case GemmImpl::cublas: return "cublas";
+      case GemmImpl::cublas_unfused: return "cublas (unfused epilogues)";
+    }
+    return "?";
+  }
 
   void linear_gemm(const LinearGemmArgs& a) override {
     const bool tensor_cores = a.gemm.dtype != DType::f32;  // fp32 stays on CUDA cores (no TF32)
@@ -208,15 +218,6 @@ class GpuBackend final : public Backend {
 #endif
     unfused_linear_gemm(a);
   }
-  void bias_act(const BiasActArgs& a) override { launch_bias_act(a, stream_); }
-  void act_backward(const ActBackwardArgs& a) override { launch_act_backward(a, stream_); }
-  void bias_grad(const BiasGradArgs& a) override { launch_bias_grad(a, stream_); }
-  void cross_entropy(const CrossEntropyArgs& a) override { launch_cross_entropy(a, stream_); }
-  void unscale_check_norm(const UnscaleArgs& a) override { launch_unscale_check_norm(a, stream_); }
-  void finalize_grad_stats(const FinalizeArgs& a) override { launch_finalize_grad_stats(a, stream_); }
-  void update_scaler(const ScalerUpdateArgs& a) override { launch_update_scaler(a, stream_); }
-  void sgd_step(const SgdArgs& a) override { launch_sgd_step(a, stream_); }
-  void adamw_step(const AdamWArgs& a) override { launch_adamw_step(a, stream_); }
   void mma_linear_gemm(const LinearGemmArgs& a) {
     if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
     else launch_gemm_mma_bf16(a, stream_);

@@ -1,0 +1,29 @@
+// Every kernel the engine calls through a Backend, as X(name, ArgumentStruct). From this one
+// list come Backend's virtual `name(const Args&)`, the CPU backend's call of `name_ref(args)`
+// and the GPU backends' `launch_name(args, stream)` (kernels/launch.h). Adding a kernel is
+// kernels/NAME.h (its argument struct and NAME_ref), NAME_ref.cpp, NAME.cu, and one line here.
+// (The GEMMs are not listed: the backends choose among several implementations of them.)
+#pragma once
+
+#include "kernels/bias_act.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
+#include "kernels/grad_stats.h"
+#include "kernels/optimizers.h"
+
+#define HT_KERNELS(X)                          \
+  X(cast, CastArgs)                            \
+  X(fill, FillArgs)                            \
+  X(scale, ScaleArgs)                          \
+  X(add, AddArgs)                              \
+  X(gather_batch, GatherArgs)                  \
+  X(sum, SumArgs)                              \
+  X(bias_act, BiasActArgs)                     \
+  X(act_backward, ActBackwardArgs)             \
+  X(bias_grad, BiasGradArgs)                   \
+  X(cross_entropy, CrossEntropyArgs)           \
+  X(unscale_check_norm, UnscaleArgs)           \
+  X(finalize_grad_stats, FinalizeArgs)         \
+  X(update_scaler, ScalerUpdateArgs)           \
+  X(sgd_step, SgdArgs)                         \
+  X(adamw_step, AdamWArgs)
