@@ -34,7 +34,11 @@ struct StepTiming {
 };
 
 StepTiming time_steps(Harness& h, const TrainConfig& c, Communicator& comm) {
-  const DataSplit data{make_synthetic(c.synthetic, c.synthetic.train_samples, 0), make_synthetic(c.synthetic, 16, 1)};
+  DataSplit data;
+  data.name = "synthetic";
+  data.train = make_synthetic(c.synthetic, c.synthetic.train_samples, 0);
+  data.test = make_synthetic(c.synthetic, 16, 1);
+  data.task = {InputKind::features, c.synthetic.features, c.synthetic.classes, 0};
   Trainer trainer(c, h.backend(), comm, data, nullptr);
   std::int64_t step = 0;
   if (c.cuda_graph)  // the eager steps and the capturing one stay out of the timing
@@ -77,7 +81,7 @@ void bench_train(Harness& h) {
       c.precision = p;
       c.data = "synthetic";
       c.synthetic.features = s.features;
-      c.hidden = s.hidden;
+      c.model.mlp.hidden = s.hidden;
       c.batch_size = s.batch;
       c.log_every = 1 << 20;  // the benchmark reads nothing back
       c.progress_bar = false;

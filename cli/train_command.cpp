@@ -26,17 +26,20 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
   std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
   Trainer trainer(config, *backend, *comm, data, log);
   if (log) {
-    *log << fmt::format("halftape train | {} | {} | {} ({} train / {} test) | mlp {}-{}-{} {} | {} | world {}\n",
-                        backend->description(), precision_name(config.precision), config.data, data.train.samples,
-                        data.test.samples, data.train.features, fmt::join(config.hidden, "-"), data.train.classes,
-                        flags.activation, optimizer_name(config.optimizer.kind), comm->world_size());
+    const DType dtype = compute_dtype(config.precision);
+    *log << fmt::format("halftape train | {} | GEMM {} | {} | {} | {} ({} parameters) | {} | world {}\n", backend->description(),
+                        backend->gemm_kernel_name(dtype), precision_name(config.precision), data.describe(),
+                        trainer.model().describe(), trainer.params().numel(), optimizer_name(config.optimizer.kind),
+                        comm->world_size());
+    if (!flags.from_recipe.empty())
+      *log << fmt::format("recipe of --model {}: {}\n", config.model.kind, fmt::join(flags.from_recipe, " "));
+    *log << fmt::format("evaluating on {}\n", trainer.describe_evaluation());
   }
   const TrainSummary summary = trainer.run();
   if (log && !summary.stopped_by_signal) {
     const EvalSummary& last = summary.evals.back();
-    *log << fmt::format("done: {} steps ({} skipped) in {:.1f} s | test accuracy {:.2f}% | test loss {:.4f}\n",
-                        summary.steps.size(), summary.skipped_steps, summary.seconds, 100.0 * last.test_accuracy,
-                        last.test_loss);
+    *log << fmt::format("done: {} steps ({} skipped) in {:.1f} s | {} loss {:.4f} | {} accuracy {:.2f}%\n", summary.steps.size(),
+                        summary.skipped_steps, summary.seconds, last.split, last.loss, last.split, 100.0 * last.accuracy);
   }
   // What was asked to be written must have been written: the log on stdout too.
   HT_CHECK(std::cout.flush().good(), "writing the log to standard output failed");
@@ -47,7 +50,7 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
 
 Command add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
-  CLI::App* t = app.add_subcommand("train", "Train an MLP classifier (Fashion-MNIST by default)");
+  CLI::App* t = app.add_subcommand("train", "Train a model: an MLP classifier (Fashion-MNIST) or a GPT language model");
   add_train_flags(t, *flags);
   // Every setting must match on every rank, but a rank's own log file and its own deadline.
   return {[t] { return option_settings(*t, {"--metrics", "--no-progress", "--comm-timeout"}); },

@@ -3,6 +3,7 @@
 #include "comm/communicator.h"
 #include "engine/backend.h"
 #include "ground/error.h"
+#include "models/registry.h"
 
 #include <fmt/core.h>
 
@@ -42,24 +43,6 @@ const CLI::Validator kCountOrZero = number_in(0, kMaxCount);
 const CLI::Validator kNonEmpty(
     [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "non-empty");
 
-// "512,512" -> {512, 512}; every entry a whole number in [1, 2^24].
-std::vector<std::int64_t> parse_hidden(const std::string& spec) {
-  std::vector<std::int64_t> sizes;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string_view item(spec.data() + pos, comma - pos);
-    std::int64_t v = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    HT_CHECK(!item.empty() && ec == std::errc() && end == item.data() + item.size() && v >= 1 && v <= (1 << 24),
-             "--hidden: '{}' in '{}' is not a layer size (a whole number in [1, 16777216])", item, spec);
-    sizes.push_back(v);
-    if (comma == spec.size()) break;
-    pos = comma + 1;
-  }
-  return sizes;
-}
-
 // Parses a --loss-scale value that is not "dynamic": a positive number whose inverse is finite.
 float parse_static_scale(const std::string& text) {
   std::size_t used = 0;
@@ -87,8 +70,6 @@ TrainConfig to_config(const TrainFlags& f) {
   c.gemm = parse_gemm_impl(f.gemm);
   const std::optional<DType> dt = parse_dtype(f.precision);
   c.precision = *dt == DType::f32 ? Precision::fp32 : (*dt == DType::f16 ? Precision::fp16 : Precision::bf16);
-  c.activation = f.activation == "gelu" ? Activation::gelu : Activation::relu;
-  c.hidden = parse_hidden(f.hidden);
   if (f.steps >= 0) c.steps = f.steps;
   if (f.stop_after >= 0) c.stop_after = f.stop_after;
   c.shuffle = !f.no_shuffle;
@@ -98,6 +79,9 @@ TrainConfig to_config(const TrainFlags& f) {
   for (const char* sgd_only : {"--momentum", "--nesterov"})
     HT_CHECK(c.optimizer.kind == OptimizerKind::sgd || !given(sgd_only), "{} is a setting of --optimizer sgd; this run uses adamw",
              sgd_only);
+  for (const char* adamw_only : {"--beta1", "--beta2"})
+    HT_CHECK(c.optimizer.kind == OptimizerKind::adamw || !given(adamw_only), "{} is a setting of --optimizer adamw; this run "
+             "uses sgd", adamw_only);
   c.optimizer.sgd.momentum = f.momentum;
   c.optimizer.sgd.nesterov = f.nesterov ? 1 : 0;
   if (f.weight_decay >= 0) {
@@ -106,6 +90,7 @@ TrainConfig to_config(const TrainFlags& f) {
   }
   c.schedule.kind = f.schedule == "cosine" ? LrSchedule::cosine : LrSchedule::constant;
   c.schedule.base_lr = f.lr;
+  HT_CHECK(c.schedule.min_lr <= c.schedule.base_lr, "--min-lr {} is above --lr {}", c.schedule.min_lr, f.lr);
   if (f.loss_scale != "dynamic") {
     HT_CHECK(c.precision == Precision::fp16, "--loss-scale {}: loss scaling is for --precision fp16 (this run is {}, whose "
              "gradients do not underflow)", f.loss_scale, f.precision);
@@ -142,8 +127,18 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->option_defaults()->always_capture_default();
   t->parse_complete_callback([t, &f] {
     f.given.clear();
+    f.from_recipe.clear();
     for (const CLI::Option* opt : t->get_options())
       if (opt->count()) f.given.insert(opt->get_name());
+    // The chosen model's recipe, for every flag of it the command line left out; through
+    // CLI11, so each value is checked and stored as if it had been given.
+    for (const auto& [flag, value] : recipe_flags(f.config.model.kind)) {
+      if (f.given.count(flag)) continue;
+      CLI::Option* opt = t->get_option(flag);
+      opt->add_result(value);
+      opt->run_callback();
+      f.from_recipe.push_back(flag + " " + value);
+    }
   });
   TrainConfig& c = f.config;
   t->add_option("--device", f.device, "cpu | simt | cuda | auto (cuda when a GPU is present, else cpu)")
@@ -152,12 +147,11 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")
       ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}));
-  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic")->check(kNonEmpty);
+  add_model_flags(t, c.model);
+  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8)")->check(kNonEmpty);
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
       ->check(number_in(1, 1 << 30));
   t->add_option("--synthetic-features", c.synthetic.features, "features of --data synthetic")->check(number_in(1, 1 << 24));
-  t->add_option("--hidden", f.hidden, "hidden layer sizes, comma-separated");
-  t->add_option("--activation", f.activation, "relu | gelu (tanh form)")->check(CLI::IsMember({"relu", "gelu"}));
   t->add_option("--epochs", c.epochs, "passes over the training set")->check(kCount);
   t->add_option("--steps", f.steps, "stop after N optimizer steps (overrides --epochs; 0: init, eval, save)")
       ->check(kCountOrZero)->default_str("");
@@ -166,12 +160,15 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--optimizer", f.optimizer, "sgd | adamw")->check(CLI::IsMember({"sgd", "adamw"}));
   t->add_option("--lr", f.lr, "peak learning rate")->check(number_in(1e-30, 1e30));
   t->add_option("--momentum", f.momentum, "SGD momentum (--optimizer sgd)")->check(number_in(0, 0.9999));
+  t->add_option("--beta1", c.optimizer.adamw.beta1, "AdamW's beta1")->check(number_in(0, 0.9999));
+  t->add_option("--beta2", c.optimizer.adamw.beta2, "AdamW's beta2")->check(number_in(0, 0.999999));
   t->add_flag("--nesterov", f.nesterov, "SGD Nesterov momentum (--optimizer sgd)");
   t->add_option("--weight-decay", f.weight_decay, "L2 (sgd) or decoupled (adamw) weight decay [sgd 0, adamw 0.01]")
       ->check(number_in(0, 1e6))->default_str("");
   t->add_option("--schedule", f.schedule, "constant | cosine (after --warmup-steps linear warmup)")
       ->check(CLI::IsMember({"constant", "cosine"}));
   t->add_option("--warmup-steps", c.schedule.warmup_steps, "linear LR warmup steps")->check(kCountOrZero);
+  t->add_option("--min-lr", c.schedule.min_lr, "the cosine schedule's floor")->check(number_in(0, 1e30));
   t->add_option("--clip-grad-norm", c.clip_grad_norm, "clip the global gradient norm to this (0: off)")->check(number_in(0, 1e30));
   t->add_option("--loss-scale", f.loss_scale, "dynamic | a static scale (fp16 only)");
   t->add_option("--init-scale", c.scaler.init_scale, "initial dynamic loss scale")->check(number_in(kMinLossScale, 1e38));
@@ -180,6 +177,10 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--min-scale", c.scaler.min_scale, "the scale never backs off below this")->check(number_in(kMinLossScale, 1e38));
   t->add_option("--seed", c.seed, "seed of the initial weights and the data order");
   t->add_option("--log-every", c.log_every, "log (and read back from the device) every N steps")->check(number_in(1, 1e6));
+  t->add_option("--eval-every", c.eval_every, "evaluate every N steps (0: after every epoch), and at the end")->check(kCountOrZero);
+  t->add_option("--eval-batch-size", c.eval_batch_size, "samples or windows per evaluation batch")->check(number_in(1, 1 << 24));
+  t->add_option("--eval-windows", c.eval_windows, "text: evaluate on the first N non-overlapping windows of the validation text")
+      ->check(number_in(1, 1e9));
   t->add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
   t->add_option("--metrics", c.metrics_path, "write JSON Lines metrics to FILE")->check(kNonEmpty);
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR")->check(kNonEmpty);

@@ -14,8 +14,8 @@ namespace ht::cli {
 
 struct TrainFlags {
   TrainConfig config;
-  std::string device = "auto", precision = "fp16", activation = "relu", optimizer = "adamw", schedule = "cosine";
-  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang, hidden = "512,512";
+  std::string device = "auto", precision = "fp16", optimizer = "adamw", schedule = "cosine";
+  std::string loss_scale = "dynamic", inject_overflow, inject_crash, inject_hang;
   std::int64_t inject_crash_in_save = 0;
   std::string inject_crash_in_save_at = "files";
   std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
@@ -24,9 +24,11 @@ struct TrainFlags {
   bool no_shuffle = false, nesterov = false, no_progress = false;
   float lr = 1e-3f, momentum = 0, weight_decay = -1;
   std::set<std::string> given;  // the flags on the command line (filled when parsing completes)
+  std::vector<std::string> from_recipe;  // the flags the model's recipe set (not given)
 };
 
-// Registers every flag on `t`, writing into `flags`.
+// Registers every flag on `t`, writing into `flags`. When parsing completes, the flags the
+// command line did not give take the chosen model's recipe (models/registry.h).
 void add_train_flags(CLI::App* t, TrainFlags& flags);
 // The flags as a validated TrainConfig; throws ht::Error naming the offending flag.
 TrainConfig to_config(const TrainFlags& flags);

@@ -4,9 +4,10 @@
 # The same files build both; each lands in its own inline namespace (ht::gpu::cuda_impl /
 # ht::gpu::simt_impl), so both link into one binary.
 
-set(HT_KERNEL_SOURCES
-  kernels/elementwise.cu kernels/gemm_tiled.cu kernels/bias_act.cu kernels/cross_entropy.cu
-  kernels/grad_stats.cu kernels/optimizers.cu kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu)
+# Every kernels/*.cu but the Hopper GEMM (its own target, below): a new kernel is picked up
+# without an edit here.
+file(GLOB HT_KERNEL_SOURCES CONFIGURE_DEPENDS RELATIVE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/kernels/*.cu)
+list(REMOVE_ITEM HT_KERNEL_SOURCES kernels/gemm_wgmma.cu)
 set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp engine/gpu/wgmma_self_check.cpp)
 
 set(HALFTAPE_HAVE_CUDA OFF)

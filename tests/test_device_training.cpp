@@ -18,8 +18,8 @@ namespace {
 TrainConfig device_config(Precision p) {
   TrainConfig c = small_config(p);
   c.steps = 12;
-  c.hidden = {48, 24};
-  c.activation = Activation::gelu;
+  c.model.mlp.hidden = {48, 24};
+  c.model.mlp.activation = Activation::gelu;
   c.accum_steps = 2;
   c.batch_size = 16;
   return c;
@@ -35,7 +35,7 @@ TEST_CASE("device training: fp32 losses match the CPU reference to 1e-5", "[devi
     REQUIRE(gpu.summary.steps.size() == cpu.summary.steps.size());
     for (std::size_t i = 0; i < cpu.summary.steps.size(); ++i)
       CHECK(gpu.summary.steps[i].record.loss == Approx(cpu.summary.steps[i].record.loss).epsilon(1e-5));
-    CHECK(gpu.summary.evals.back().test_loss == Approx(cpu.summary.evals.back().test_loss).epsilon(1e-5));
+    CHECK(gpu.summary.evals.back().loss == Approx(cpu.summary.evals.back().loss).epsilon(1e-5));
   }
 }
 

@@ -111,8 +111,12 @@ TEST_CASE("softmax cross-entropy gradient matches FP64 finite differences", "[gr
 TEST_CASE("a whole MLP's parameter gradients match FP64 finite differences", "[gradcheck]") {
   auto backend = make_cpu_backend();
   ParamArena arena;
-  MlpConfig config{6, {5, 4}, 3, Activation::gelu};
-  Mlp mlp(config, arena);
+  struct {
+    std::int64_t inputs = 6;
+    std::vector<std::int64_t> hidden = {5, 4};
+    std::int64_t classes = 3;
+  } config;
+  Mlp mlp(MlpSpec{config.hidden, Activation::gelu}, config.inputs, config.classes, arena);
   arena.allocate(*backend, DType::f32);
   mlp.initialize(arena, *backend, 9);
   const std::int64_t rows = 3;
@@ -123,7 +127,7 @@ TEST_CASE("a whole MLP's parameter gradients match FP64 finite differences", "[g
 
   Tape tape;
   OpContext ctx{*backend, arena, &tape};
-  const Var logits = mlp.forward(ctx, make_var(tensor_from(*backend, x, Shape{rows, config.inputs}, DType::f32)));
+  const Var logits = mlp.forward(ctx, tensor_from(*backend, x, Shape{rows, config.inputs}, DType::f32));
   cross_entropy(ctx, logits, {labels_dev.data_as<std::int32_t>(), nullptr, static_cast<float>(rows), nullptr, 1, nullptr});
   tape.backward();
 

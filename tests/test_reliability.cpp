@@ -166,7 +166,7 @@ TEST_CASE("corrupt checkpoints are refused with the file and the field named, an
   }
   SECTION("wrong shape or another model: refused on resume, the trainer's weights untouched") {
     TrainConfig other = small_config(Precision::fp16);
-    other.hidden = {24, 16};  // layers.0 is [24, 64] here, [32, 64] in the checkpoint
+    other.model.mlp.hidden = {24, 16};  // layers.0 is [24, 64] here, [32, 64] in the checkpoint
     auto backend = make_backend(DeviceChoice::cpu);
     auto comm = make_single_process_communicator();
     const DataSplit data = load_data(other.data, other.synthetic);

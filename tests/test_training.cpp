@@ -88,7 +88,7 @@ TEST_CASE("flag --init-scale 2^24 overflows on purpose: skips, backs off, logs e
   CHECK(first_taken.skipped == 0);
   CHECK(first_taken.loss_scale == std::ldexp(16777216.0f, -static_cast<int>(skipped.size())));
   CHECK(run.summary.steps.back().record.loss < 0.5 * run.summary.steps.front().record.loss);
-  CHECK(run.summary.evals.back().test_accuracy > 0.8);
+  CHECK(run.summary.evals.back().accuracy > 0.8);
 }
 
 TEST_CASE("fp32 and bf16 use no loss scaling", "[training]") {
@@ -142,7 +142,7 @@ TEST_CASE("Fashion-MNIST, default recipe: fp16 reaches 87% and tracks fp32", "[t
   const TrainRun half = train_in_process(c);
   c.precision = Precision::fp32;
   const TrainRun full = train_in_process(c);
-  const double acc16 = half.summary.evals.back().test_accuracy, acc32 = full.summary.evals.back().test_accuracy;
+  const double acc16 = half.summary.evals.back().accuracy, acc32 = full.summary.evals.back().accuracy;
   WARN("fp16 test accuracy " << 100 * acc16 << "%, fp32 " << 100 * acc32 << "%");
   CHECK(acc16 >= 0.87);
   CHECK(std::fabs(acc16 - acc32) <= 0.005);

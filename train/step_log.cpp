@@ -152,7 +152,7 @@ void StepLog::message(const std::string& line) {
 void StepLog::process(Pending& p) {
   p.copied->wait();
   const double now = now_seconds();
-  const double rate = static_cast<double>((p.last_step - last_log_step_) * config_.samples_per_step) /
+  const double rate = static_cast<double>((p.last_step - last_log_step_) * config_.rows_per_step) /
                       std::max(1e-9, now - last_log_time_);
   double interval_loss = 0;
   std::int64_t interval_count = 0;
@@ -163,12 +163,9 @@ void StepLog::process(Pending& p) {
     summary.epoch = epoch_of_step_.at(s);
     epoch_of_step_.erase(s);
     summary.record = host_records_[slot];
-    summary.samples_per_s = rate;
+    summary.rows_per_s = rate;
     const StepRecord& r = summary.record;
     if (std::isfinite(r.loss)) {
-      auto& [sum, count] = epoch_loss_[summary.epoch];
-      sum += r.loss;
-      ++count;
       interval_loss += r.loss;
       ++interval_count;
     }
@@ -191,7 +188,7 @@ void StepLog::process(Pending& p) {
                                 {"grad_norm", number(r.grad_norm)},
                                 {"skipped", r.skipped != 0},
                                 {"lr", number(r.lr)},
-                                {"samples_per_s", number(rate)}};
+                                {config_.row_unit + "_per_s", number(rate)}};
       metrics_->write_line(j.dump());
     }
     history_.push_back(std::move(summary));
@@ -202,31 +199,40 @@ void StepLog::process(Pending& p) {
     const double elapsed = now - start_time_;
     const double eta = elapsed / static_cast<double>(p.last_step) * static_cast<double>(config_.total_steps - p.last_step);
     message(fmt::format("step {:>{}}/{} | epoch {} | loss {:.4f} | scale {:g} | grad norm {:.3g} | skipped {} | lr {:.3g} | "
-                        "{:.0f} samples/s | ETA {}",
+                        "{:.0f} {}/s | ETA {}",
                         p.last_step, fmt::formatted_size("{}", config_.total_steps), config_.total_steps,
                         history_.back().epoch, interval_count ? interval_loss / static_cast<double>(interval_count) : NAN,
-                        last.loss_scale, last.grad_norm, skipped_total_, last.lr, rate, format_duration(eta)));
+                        last.loss_scale, last.grad_norm, skipped_total_, last.lr, rate, config_.row_unit, format_duration(eta)));
   }
   last_log_time_ = now;
   last_log_step_ = p.last_step;
 }
 
-double StepLog::epoch_mean_loss(std::int64_t epoch) const {
-  auto it = epoch_loss_.find(epoch);
-  return it == epoch_loss_.end() || it->second.second == 0 ? NAN : it->second.first / static_cast<double>(it->second.second);
+double StepLog::mean_loss(std::int64_t after_step, std::int64_t through_step) const {
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::int64_t s = after_step + 1; s <= through_step; ++s)
+    if (const StepSummary* summary = summary_of(s); summary && std::isfinite(summary->record.loss)) {
+      sum += summary->record.loss;
+      ++count;
+    }
+  return count ? sum / static_cast<double>(count) : NAN;
 }
 
 void StepLog::eval(const EvalSummary& e) {
   drain();
   if (metrics_) {
-    const nlohmann::json j = {{"event", "eval"},         {"epoch", e.epoch},
-                              {"step", e.step},          {"train_loss", number(e.train_loss)},
-                              {"test_loss", number(e.test_loss)}, {"test_accuracy", number(e.test_accuracy)}};
+    const nlohmann::json j = {{"event", "eval"},
+                              {"epoch", e.epoch},
+                              {"step", e.step},
+                              {"train_loss", number(e.train_loss)},
+                              {e.split + "_loss", number(e.loss)},
+                              {e.split + "_accuracy", number(e.accuracy)}};
     metrics_->write_line(j.dump());
     metrics_->flush();
   }
-  message(fmt::format("eval  epoch {} (step {}) | train loss {:.4f} | test loss {:.4f} | test accuracy {:.2f}%", e.epoch,
-                      e.step, e.train_loss, e.test_loss, 100.0 * e.test_accuracy));
+  message(fmt::format("eval  epoch {} (step {}) | train loss {:.4f} | {} loss {:.4f} | {} accuracy {:.2f}%", e.epoch, e.step,
+                      e.train_loss, e.split, e.loss, e.split, 100.0 * e.accuracy));
 }
 
 }  // namespace ht

@@ -25,16 +25,17 @@ struct StepSummary {
   std::int64_t step = 0;   // 1-based optimizer step, skipped steps included
   std::int64_t epoch = 0;  // 1-based
   StepRecord record;
-  double samples_per_s = 0;
+  double rows_per_s = 0;   // samples or tokens per second, over all ranks
   std::vector<std::string> nonfinite_tensors;  // names, when the step was skipped
 };
 
 struct EvalSummary {
   std::int64_t epoch = 0;
   std::int64_t step = 0;
-  double train_loss = 0;    // mean over the epoch's steps (this rank)
-  double test_loss = 0;
-  double test_accuracy = 0; // fraction in [0, 1]
+  double train_loss = 0;    // mean over the steps since the previous evaluation (this rank)
+  double loss = 0;          // on the evaluation split
+  double accuracy = 0;      // fraction in [0, 1] (a language model: of next tokens)
+  std::string split;        // "test" or "val": the metrics say test_loss or val_loss
 };
 
 struct StepLogConfig {
@@ -42,7 +43,8 @@ struct StepLogConfig {
   std::int64_t readback_every = 50;         // a divisor of log_every: how often records are copied back
   std::int64_t total_steps = 0;
   std::int64_t steps_per_epoch = 1;
-  std::int64_t samples_per_step = 0;        // over all ranks
+  std::int64_t rows_per_step = 0;           // over all ranks
+  std::string row_unit = "samples";         // "samples" or "tokens": the log's rate
   std::vector<std::string> param_names;
   std::ostream* human = nullptr;            // nullptr on ranks other than 0
   std::string metrics_path;                 // empty: none (always empty on ranks other than 0)
@@ -72,7 +74,7 @@ class StepLog {
   // after the same calls (step_queued, drain), whatever the device's timing. Decisions taken on
   // records up to here (stop on endless overflows) are taken by all ranks at the same step.
   std::int64_t settled_through() const { return settled_through_; }
-  double epoch_mean_loss(std::int64_t epoch) const;
+  double mean_loss(std::int64_t after_step, std::int64_t through_step) const;  // of the finite losses read back
   std::int64_t skipped_total() const { return skipped_total_; }
   std::int32_t last_consecutive_skips() const { return last_consecutive_skips_; }
   void message(const std::string& line);  // a line for the human log (rank 0)
@@ -100,7 +102,6 @@ class StepLog {
   std::map<std::int64_t, std::int64_t> epoch_of_step_;
   std::int64_t queued_through_ = 0, copied_through_ = 0, settled_through_ = 0;
   std::vector<StepSummary> history_;
-  std::map<std::int64_t, std::pair<double, std::int64_t>> epoch_loss_;  // epoch -> (sum, count)
   std::int64_t skipped_total_ = 0;
   std::int32_t last_consecutive_skips_ = 0;
   std::unique_ptr<MetricsFile> metrics_;

@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 
 #include "ground/error.h"
+#include "models/registry.h"
 
 #include <cmath>
 
@@ -44,7 +45,9 @@ void TrainConfig::validate() const {
   HT_CHECK(bucket_bytes > 0, "--bucket-mb must be positive");
   HT_CHECK(first_bucket_bytes > 0, "--first-bucket-mb must be positive");
   HT_CHECK(keep >= 0, "--keep must be >= 0, got {}", keep);
-  for (std::int64_t h : hidden) HT_CHECK(h >= 1, "--hidden: layer sizes must be at least 1, got {}", h);
+  HT_CHECK(eval_every >= 0, "--eval-every must be >= 0, got {}", eval_every);
+  HT_CHECK(eval_windows >= 1, "--eval-windows must be at least 1, got {}", eval_windows);
+  validate_model(model);
 }
 
 }  // namespace ht

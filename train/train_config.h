@@ -6,7 +6,7 @@
 #include "train/fault_injection.h"
 #include "engine/optimizer.h"
 #include "kernels/step_state.h"
-#include "models/mlp.h"
+#include "models/spec.h"
 
 #include <cstdint>
 #include <optional>
@@ -28,15 +28,16 @@ struct TrainConfig {
   SyntheticConfig synthetic;
   bool shuffle = true;
 
-  std::vector<std::int64_t> hidden = {512, 512};
-  Activation activation = Activation::relu;
+  ModelSpec model;                    // --model and its flags (models/registry.h)
 
   std::int64_t epochs = 5;
   std::optional<std::int64_t> steps;  // optimizer steps; overrides epochs when set
   std::optional<std::int64_t> stop_after;  // end this run after that step (the schedule still spans all steps)
   std::int64_t batch_size = 128;      // per rank, per micro-batch
   std::int64_t accum_steps = 1;
-  std::int64_t eval_batch_size = 1000;
+  std::int64_t eval_batch_size = 1000; // samples or windows per evaluation batch
+  std::int64_t eval_every = 0;        // evaluate every N steps (0: at the end of every epoch), and at the end
+  std::int64_t eval_windows = 2048;   // text: the validation windows evaluated
 
   OptimizerConfig optimizer;
   LrSchedule schedule;                // base_lr is --lr; total_steps is filled in by the trainer

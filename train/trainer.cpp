@@ -2,6 +2,7 @@
 
 #include "comm/agreement.h"
 #include "engine/ops.h"
+#include "models/registry.h"
 #include "train/stop_signal.h"
 
 #include <unistd.h>
@@ -31,10 +32,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
       comm_(comm),
       faults_(config.inject_faults, config.inject_overflow, comm.rank()),
       data_identity_(data_identity(data)),
-      dtype_(compute_dtype(config.precision)),
-      train_data_(backend, data.train),
-      test_data_(backend, data.test),
-      sampler_(data.train.samples, comm.rank(), comm.world_size(), config.seed, config.shuffle) {
+      eval_split_(data.eval_split()),
+      dtype_(compute_dtype(config.precision)) {
   // Every rank runs the same configuration (the CLI checked), so a problem with it shows on
   // every rank alike: said once, and every rank stops.
   check_on_every_rank(comm, "checking the configuration", [&] {
@@ -51,22 +50,32 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   if (!config_.save_dir.empty())
     check_on_every_rank(comm, "checking --save", [&] { check_save_directory(config_.save_dir, comm.rank()); });
   backend.set_gemm_impl(config_.gemm);
-  const std::int64_t samples_per_step = checked_mul(config_.batch_size, config_.accum_steps, "--batch-size × --accum-steps");
-  check_on_every_rank(comm, "checking the batch size", [&] {
-    steps_per_epoch_ = sampler_.shard_size() / samples_per_step;
-    HT_CHECK(steps_per_epoch_ >= 1,
-             "--batch-size {} × --accum-steps {} = {} samples per step, but this rank's share of {} has only {}",
-             config_.batch_size, config_.accum_steps, samples_per_step, data.train.name, sampler_.shard_size());
+  // The model, and the data in batches of the shape it reads.
+  check_on_every_rank(comm, "making the model and its batches", [&] {
+    model_ = make_model(config_.model, data.task, params_);
+    const BatchConfig bc{.batch_size = config_.batch_size,
+                         .accum_steps = config_.accum_steps,
+                         .sequence_length = model_->sequence_length(),
+                         .eval_batch_size = config_.eval_batch_size,
+                         .eval_windows = config_.eval_windows,
+                         .rank = comm.rank(),
+                         .world_size = comm.world_size(),
+                         .seed = config_.seed,
+                         .shuffle = config_.shuffle};
+    batches_ = make_training_batches(backend, data, bc);
+    eval_ = make_eval_batches(backend, data, bc);
+    steps_per_epoch_ = batches_->steps_per_epoch();
+    rows_per_step_ = checked_mul(batches_->rows_per_micro_batch(), config_.accum_steps, "rows per step");
     total_steps_ = config_.steps ? *config_.steps : checked_mul(config_.epochs, steps_per_epoch_, "--epochs × steps per epoch");
   });
   config_.schedule.total_steps = std::max<std::int64_t>(1, total_steps_);
+  model_metadata_["model"] = model_->config().dump();
+  if (data.is_text()) {
+    std::string vocab;
+    for (const std::string& c : data.text.vocab) vocab += c;
+    model_metadata_["vocab"] = vocab;
+  }
 
-  MlpConfig model;
-  model.inputs = data.train.features;
-  model.hidden = config_.hidden;
-  model.classes = data.train.classes;
-  model.activation = config_.activation;
-  model_ = std::make_unique<Mlp>(model, params_);
   params_.allocate(backend, dtype_);
   model_->initialize(params_, backend, config_.seed);
   if (comm.world_size() > 1) {
@@ -87,7 +96,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   lc.readback_every = readback_interval(config_.log_every, config_.max_consecutive_skips);
   lc.total_steps = total_steps_;
   lc.steps_per_epoch = steps_per_epoch_;
-  lc.samples_per_step = samples_per_step * comm.world_size();
+  lc.rows_per_step = rows_per_step_ * comm.world_size();
+  lc.row_unit = batches_->unit();
   for (const ParamInfo& p : params_.params()) lc.param_names.push_back(p.name);
   lc.human = log;
   lc.metrics_path = comm.rank() == 0 ? config_.metrics_path : "";
@@ -107,21 +117,10 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
 
 Trainer::~Trainer() = default;
 
-const Tensor& Trainer::epoch_shard(std::int64_t epoch) {
-  if (epoch != shard_epoch_) {
-    const std::vector<std::int32_t> shard = sampler_.shard(epoch);
-    // Same buffer every epoch: the step's kernels (and a captured CUDA graph) keep their pointer.
-    if (shard_.defined()) backend_.upload(shard_.data(), shard.data(), shard.size() * sizeof(std::int32_t));
-    else shard_ = upload_indices(backend_, shard);
-    shard_epoch_ = epoch;
-  }
-  return shard_;
-}
-
 void Trainer::train_step(std::int64_t step) {
   faults_.at_step_start(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
-  epoch_shard(epoch);  // the host's part of the step: a new epoch's sample order, once per epoch
+  batches_->prepare_epoch(epoch);  // the host's part of the step: once per epoch (a new sample order)
   const bool inject = faults_.overflow_at(step);
   if (config_.cuda_graph && !inject && step > kGraphWarmupSteps) {
     if (!graph_) {  // capture once (the warm-up steps filled the allocator's cache), then replay
@@ -140,22 +139,18 @@ void Trainer::train_step(std::int64_t step) {
 }
 
 void Trainer::queue_step(bool inject_overflow) {
-  const auto* shard = shard_.data_as<std::int32_t>();
-  const std::int64_t rows_per_step = config_.batch_size * config_.accum_steps;
-  const auto divisor = static_cast<float>(rows_per_step);
-
+  const auto divisor = static_cast<float>(rows_per_step_);
   for (std::int64_t micro = 0; micro < config_.accum_steps; ++micro) {
-    // data: this step's rows of the shard, located on the device from the step counter
-    const Batch batch = train_data_.gather(shard + micro * config_.batch_size, config_.batch_size, dtype_, scaler_->state(),
-                                           rows_per_step, steps_per_epoch_);
+    // data: this step's micro-batch, located on the device from the step counter
+    const Batch batch = batches_->micro_batch(micro, scaler_->state(), dtype_);
     // forward, recorded on the tape
     Tape tape;
     const bool last_micro_batch = micro + 1 == config_.accum_steps;
     if (reducer_) reducer_->attach(tape, /*sync=*/last_micro_batch);  // no traffic before the last
     OpContext ctx{backend_, params_, &tape};
-    const Var logits = model_->forward(ctx, make_var(batch.x));
-    // loss: mean cross-entropy over the step's samples, logit gradient × loss scale fused in
-    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
+    const Var logits = model_->forward(ctx, batch.input);
+    // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in
+    cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
                                 1.0f / divisor, nullptr});
     // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
     // micro-batch each allreduce bucket goes out as soon as its gradients are final
@@ -176,25 +171,24 @@ void Trainer::queue_step(bool inject_overflow) {
 }
 
 EvalResult Trainer::evaluate() {
-  // Each rank evaluates every world_size-th test sample; the sums are then added up.
-  std::vector<std::int32_t> mine;
-  for (std::int64_t i = comm_.rank(); i < test_data_.samples(); i += comm_.world_size())
-    mine.push_back(static_cast<std::int32_t>(i));
-  const Tensor indices = upload_indices(backend_, mine);
+  // Each rank evaluates its share; the sums are then added up.
   const Tensor sums = backend_.zeros(Shape{2}, DType::f32);  // loss, correct
   OpContext ctx{backend_, params_, nullptr};
-  const auto total = static_cast<std::int64_t>(mine.size());
-  for (std::int64_t begin = 0; begin < total; begin += config_.eval_batch_size) {
-    const std::int64_t rows = std::min(config_.eval_batch_size, total - begin);
-    const Batch batch = test_data_.gather(indices.data_as<std::int32_t>() + begin, rows, dtype_);
-    const Var logits = model_->forward(ctx, make_var(batch.x));
-    cross_entropy(ctx, logits, {batch.labels.data_as<std::int32_t>(), nullptr, 1.0f, sums.data_as<float>(), 1.0f,
+  for (std::int64_t i = 0; i < eval_->batches(); ++i) {
+    const Batch batch = eval_->batch(i, dtype_);
+    const Var logits = model_->forward(ctx, batch.input);
+    cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), nullptr, 1.0f, sums.data_as<float>(), 1.0f,
                                 sums.data_as<float>() + 1});
   }
   comm_.allreduce(sums.data(), 2, CommDType::f32, ReduceOp::sum);  // device memory, as NCCL needs
   const std::vector<float> host = download<float>(backend_, sums);
-  const auto n = static_cast<double>(test_data_.samples());
+  const auto n = static_cast<double>(eval_->total_rows());
   return {host[0] / n, host[1] / n};
+}
+
+bool Trainer::evaluates_after(std::int64_t step, std::int64_t last) const {
+  if (step == last) return true;
+  return config_.eval_every > 0 ? step % config_.eval_every == 0 : step % steps_per_epoch_ == 0;
 }
 
 CheckpointState Trainer::snapshot() const {
@@ -206,6 +200,7 @@ CheckpointState Trainer::snapshot() const {
   s.step_state = scaler_->read_state();
   s.step = steps_done_;
   s.config = run_identity();
+  s.model_metadata = model_metadata_;
   return s;
 }
 
@@ -215,8 +210,7 @@ nlohmann::json Trainer::run_identity() const {
   for (const auto& [kind, tensor] : optimizer_->state_tensors()) kinds.push_back(kind);
   return {{"params", names},
           {"optimizer_state", kinds},
-          {"hidden", config_.hidden},
-          {"activation", activation_name(config_.activation)},
+          {"model", model_->config()},
           {"precision", precision_name(config_.precision)},
           {"optimizer", optimizer_name(config_.optimizer.kind)},
           {"seed", config_.seed},
@@ -253,8 +247,8 @@ void Trainer::restore(const CheckpointState& s) {
   const nlohmann::json identity = run_identity();
   const std::vector<ParamInfo>& params = params_.params();
   const std::string what = config_.resume.empty() ? std::string("checkpoint") : "--resume " + config_.resume;
-  for (const char* key : {"hidden", "activation", "precision", "optimizer", "optimizer_state", "seed", "batch_size",
-                          "accum_steps", "world_size", "data", "params"}) {
+  for (const char* key : {"model", "precision", "optimizer", "optimizer_state", "seed", "batch_size", "accum_steps",
+                          "world_size", "data", "params"}) {
     HT_CHECK(s.config.contains(key), "{}: the checkpoint's config lacks '{}'", what, key);
     HT_CHECK(s.config[key] == identity[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
              s.config[key].dump(), identity[key].dump());
@@ -327,12 +321,15 @@ int Trainer::agreed_stop_signal() {
 TrainSummary Trainer::run() {
   TrainSummary summary;
   const double start = now_seconds();
-  auto evaluate_and_log = [&](std::int64_t step, std::int64_t epoch) {
+  std::int64_t last_eval = steps_done_;
+  auto evaluate_and_log = [&](std::int64_t step) {
     log_->drain();
     const EvalResult r = evaluate();
-    EvalSummary e{epoch, step, log_->epoch_mean_loss(epoch), r.loss, r.accuracy};
+    EvalSummary e{(step + steps_per_epoch_ - 1) / steps_per_epoch_, step, log_->mean_loss(last_eval, step), r.loss, r.accuracy,
+                  eval_split_};
     log_->eval(e);
     summary.evals.push_back(e);
+    last_eval = step;
   };
   auto finish = [&] {
     summary.steps = log_->history();
@@ -357,12 +354,12 @@ TrainSummary Trainer::run() {
   for (std::int64_t step = steps_done_ + 1; step <= last; ++step) {
     if (const int signo = agreed_stop_signal()) return stop_on_signal(signo);
     train_step(step);
-    if (step % steps_per_epoch_ == 0) evaluate_and_log(step, step / steps_per_epoch_);
+    if (evaluates_after(step, last)) evaluate_and_log(step);
     check_health();
     if (config_.save_every > 0 && step % config_.save_every == 0 && step != last) save_checkpoint(step);
   }
   if (const int signo = agreed_stop_signal()) return stop_on_signal(signo);
-  if (last == 0 || last % steps_per_epoch_ != 0) evaluate_and_log(last, (last + steps_per_epoch_ - 1) / steps_per_epoch_);
+  if (last_eval != last || summary.evals.empty()) evaluate_and_log(last);
   log_->drain();
   check_health();
   if (!config_.save_dir.empty()) save_checkpoint(last);

@@ -1,4 +1,6 @@
-// Trainer: one model, one data set, one loop. A step of `train_step` reads top to bottom as
+// Trainer: one model, one data set, one loop - over interfaces: it holds a Model
+// (models/model.h) and batches of data (data/batches.h) and names neither a model nor a data
+// set. A step of `train_step` reads top to bottom as
 //   data -> forward (tape) -> loss -> scaled backward -> [allreduce] -> unscale/check/clip
 //        -> optimizer -> scaler update
 // with every decision (skip, scale, LR) taken on the device; the host only queues work and,
@@ -7,18 +9,19 @@
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
+#include "data/batches.h"
+#include "data/dataset.h"
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
-#include "data/device_dataset.h"
-#include "data/sampler.h"
-#include "train/fault_injection.h"
 #include "engine/loss_scaler.h"
 #include "engine/optimizer.h"
 #include "engine/params.h"
+#include "models/model.h"
+#include "train/fault_injection.h"
 #include "train/step_log.h"
 #include "train/train_config.h"
-#include "models/mlp.h"
 
+#include <map>
 #include <memory>
 #include <ostream>
 
@@ -56,15 +59,17 @@ class Trainer {
   void restore(const CheckpointState& state);
   std::int64_t steps_done() const { return steps_done_; }
 
+  const Model& model() const { return *model_; }
   const ParamArena& params() const { return params_; }
   const Reducer* reducer() const { return reducer_.get(); }
   const LossScaler& scaler() const { return *scaler_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   std::int64_t total_steps() const { return total_steps_; }
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  std::int64_t rows_per_step() const { return rows_per_step_; }  // this rank's, all micro-batches
+  std::string describe_evaluation() const { return eval_->describe(); }
 
  private:
-  const Tensor& epoch_shard(std::int64_t epoch);  // this rank's indices for the epoch, on the device
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   // Stops the run (a CollectiveError, every rank at the same step; a checkpoint first with
   // --save) on --max-consecutive-skips skipped steps in a row, or on a non-finite loss where no
@@ -72,27 +77,28 @@ class Trainer {
   void check_health();
   int agreed_stop_signal();                   // a stop signal any rank received, agreed by all
   nlohmann::json run_identity() const;        // what a checkpoint must match to be resumed here
+  bool evaluates_after(std::int64_t step, std::int64_t last) const;
 
   TrainConfig config_;
   Backend& backend_;
   Communicator& comm_;
   FaultInjector faults_;
   std::string data_identity_;         // what the training data is, by content (not by path)
+  std::string eval_split_;            // "test" or "val"
+  std::map<std::string, std::string> model_metadata_;  // model.safetensors' __metadata__: config, vocabulary
   DType dtype_;
   ParamArena params_;
-  std::unique_ptr<Mlp> model_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<TrainingBatches> batches_;
+  std::unique_ptr<EvalBatches> eval_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Reducer> reducer_;  // data parallelism; null in a world of one
   std::unique_ptr<Graph> graph_;      // --cuda-graph: the captured step
-  DeviceDataset train_data_, test_data_;
-  DistributedSampler sampler_;
-  std::int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+  std::int64_t steps_per_epoch_ = 0, total_steps_ = 0, rows_per_step_ = 0;
   std::int64_t steps_done_ = 0;       // optimizer steps queued so far, skipped ones included
   std::int64_t start_step_ = 0;       // where this run began (the resumed step, or 0)
   std::int64_t checked_through_ = 0;  // check_health has looked at every step up to here
-  std::int64_t shard_epoch_ = -1;
-  Tensor shard_;
   std::unique_ptr<StepLog> log_;
 };
 

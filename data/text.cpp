@@ -1,0 +1,86 @@
+// Character-level text corpora (--data shakespeare, --data text:FILE), as nanoGPT's
+// shakespeare_char prepares them: the vocabulary is the sorted distinct characters of the whole
+// file (Unicode code points, in code point order), the first 90% of the characters train and the
+// last 10% validate.
+#include "data/dataset.h"
+
+#include "ground/error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace ht {
+
+namespace {
+
+// The length of the UTF-8 sequence starting at s[i] and its code point; 0 if malformed
+// (a stray continuation byte, an overlong or surrogate encoding, a truncated sequence).
+int utf8_sequence(const std::string& s, std::size_t i, std::uint32_t& cp) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  int n = 0;
+  if (c < 0x80) n = 1, cp = c;
+  else if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f;
+  else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f;
+  else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + static_cast<std::size_t>(n) > s.size()) return 0;
+  for (int k = 1; k < n; ++k) {
+    if ((b(i + static_cast<std::size_t>(k)) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + static_cast<std::size_t>(k)) & 0x3f);
+  }
+  static constexpr std::uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::string> utf8_characters(const std::string& bytes, const std::string& what) {
+  std::vector<std::string> chars;
+  chars.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::uint32_t cp = 0;
+    const int n = utf8_sequence(bytes, i, cp);
+    HT_CHECK(n > 0, "{}: not UTF-8 text (a malformed byte sequence at byte {})", what, i);
+    chars.push_back(bytes.substr(i, static_cast<std::size_t>(n)));
+    i += static_cast<std::size_t>(n);
+  }
+  return chars;
+}
+
+DataSplit load_text(const std::string& path, const std::string& name) {
+  std::error_code ec;
+  HT_CHECK(std::filesystem::exists(path, ec), "--data {}: {}: no such file", name, path);
+  HT_CHECK(std::filesystem::is_regular_file(path, ec), "--data {}: {}: not a regular file (a directory, FIFO or device)", name,
+           path);
+  std::ifstream in(path, std::ios::binary);
+  HT_CHECK(in.good(), "--data {}: {}: cannot open", name, path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HT_CHECK(!in.bad(), "--data {}: {}: read failed", name, path);
+  HT_CHECK(!bytes.empty(), "--data {}: {} is empty", name, path);
+  const std::vector<std::string> chars = utf8_characters(bytes, path);
+
+  // The vocabulary: distinct characters in code point order (UTF-8's byte order is code point order).
+  std::map<std::string, std::int32_t> ids;
+  for (const std::string& c : chars) ids.emplace(c, 0);
+  DataSplit split;
+  split.name = name;
+  for (auto& [c, id] : ids) {
+    id = static_cast<std::int32_t>(split.text.vocab.size());
+    split.text.vocab.push_back(c);
+  }
+  const std::size_t n_train = chars.size() * 9 / 10;  // nanoGPT: int(n * 0.9)
+  HT_CHECK(n_train >= 2 && chars.size() - n_train >= 2, "--data {}: {} has {} characters: too short to split into training "
+           "and validation text (at least 20 are needed)", name, path, chars.size());
+  split.text.train.reserve(n_train);
+  split.text.val.reserve(chars.size() - n_train);
+  for (std::size_t i = 0; i < chars.size(); ++i) (i < n_train ? split.text.train : split.text.val).push_back(ids[chars[i]]);
+  const auto shortest = static_cast<std::int64_t>(std::min(split.text.train.size(), split.text.val.size()));
+  split.task = {InputKind::tokens, 0, static_cast<std::int64_t>(split.text.vocab.size()), shortest - 1};
+  return split;
+}
+
+}  // namespace ht

@@ -1,0 +1,33 @@
+// The hyper-parameters of every model halftape can train, as the command line and checkpoints
+// give them. Only models/ reads the per-model parts; everyone else holds a ModelSpec whole.
+#pragma once
+
+#include "kernels/bias_act.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ht {
+
+struct MlpSpec {
+  std::vector<std::int64_t> hidden = {512, 512};
+  Activation activation = Activation::relu;
+};
+
+struct GptSpec {
+  std::int64_t n_layer = 4;
+  std::int64_t n_head = 4;
+  std::int64_t n_embd = 128;
+  std::int64_t block_size = 64;
+};
+
+struct ModelSpec {
+  std::string kind = "mlp";  // a name of models/registry.h
+  MlpSpec mlp;
+  GptSpec gpt;
+};
+
+}  // namespace ht
