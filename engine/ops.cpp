@@ -1,5 +1,7 @@
 #include "engine/ops.h"
 
+#include <cmath>
+
 namespace ht {
 
 Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
@@ -82,6 +84,111 @@ Var residual_add(OpContext& ctx, const Var& a, const Var& b) {
     // the FP32 stream as it is (nothing reads result's gradient after this).
     if (b->requires_grad) accumulate_grad(backend, *b, grad_as(backend, *result, b->value.dtype()));
     if (a->requires_grad) accumulate_grad(backend, *a, grad_as(backend, *result, DType::f32));
+  });
+  return result;
+}
+
+Var embedding(OpContext& ctx, const Tensor& tokens, int wte, int wpe) {
+  Backend& backend = ctx.backend;
+  HT_CHECK(tokens.dtype() == DType::i32 && tokens.shape().rank() == 2, "embedding: tokens are {} {}, expected (B, T) i32",
+           tokens.shape().to_string(), dtype_name(tokens.dtype()));
+  const Tensor te = ctx.params.master(wte), pe = ctx.params.master(wpe);
+  const std::int64_t B = tokens.shape()[0], T = tokens.shape()[1], C = te.shape()[1], V = te.shape()[0];
+  HT_CHECK(T <= pe.shape()[0], "embedding: a sequence of {} tokens is longer than the {} positions the model has", T,
+           pe.shape()[0]);
+  const Tensor y = backend.empty(Shape{B * T, C}, DType::f32);
+  backend.embedding({tokens.data_as<std::int32_t>(), B * T, T, C, te.data_as<float>(), pe.data_as<float>(), y.data_as<float>()});
+  Var result = make_var(y, ctx.tape != nullptr);
+  if (!ctx.tape) return result;
+  Tape& tape = *ctx.tape;
+  tape.use_param(wte);
+  tape.use_param(wpe);
+  const ParamArena& params = ctx.params;
+  tape.record([&backend, &params, &tape, tokens, result, wte, wpe, B, T, C, V] {
+    const Tensor dy = grad_as(backend, *result, DType::f32);
+    const Tensor scratch = backend.empty(Shape{embedding_scratch_ints(B * T, V)}, DType::i32);
+    backend.embedding_backward({tokens.data_as<std::int32_t>(), B * T, T, C, V, dy.data_as<float>(),
+                                params.grad(wte).data_as<float>(), params.grad(wpe).data_as<float>(),
+                                scratch.data_as<std::int32_t>()});
+    tape.param_grad_done(wte);
+    tape.param_grad_done(wpe);
+  });
+  return result;
+}
+
+Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out) {
+  Backend& backend = ctx.backend;
+  const std::int64_t rows = x->value.shape()[0], C = x->value.shape()[1];
+  HT_CHECK(x->value.dtype() == DType::f32 && ctx.params.master(weight).shape() == (Shape{C}),
+           "layer_norm: input {} {}, weight {}", x->value.shape().to_string(), dtype_name(x->value.dtype()),
+           ctx.params.master(weight).shape().to_string());
+  const Tensor y = backend.empty(Shape{rows, C}, out);
+  const Tensor mean = backend.empty(Shape{rows}, DType::f32), rstd = backend.empty(Shape{rows}, DType::f32);
+  const Tensor w = ctx.params.master(weight), b = ctx.params.master(bias);
+  backend.layernorm({.x = x->value.data_as<float>(),
+                     .weight = w.data_as<float>(),
+                     .bias = b.data_as<float>(),
+                     .out = y.data(),
+                     .out_dtype = out,
+                     .mean = mean.data_as<float>(),
+                     .rstd = rstd.data_as<float>(),
+                     .rows = rows,
+                     .channels = C});
+  Var result = make_var(y, x->requires_grad || ctx.tape != nullptr);
+  if (!ctx.tape) return result;
+  Tape& tape = *ctx.tape;
+  tape.consume(x);
+  tape.use_param(weight);
+  tape.use_param(bias);
+  const ParamArena& params = ctx.params;
+  tape.record([&backend, &params, &tape, x, result, w, mean, rstd, weight, bias, out, rows, C] {
+    const Tensor dy = grad_as(backend, *result, out);
+    // dx goes straight into x's FP32 gradient (the residual stream's, where the skip connection
+    // already put its part): written or added by the kernel, no extra pass.
+    GradTarget dx{};
+    if (x->requires_grad) dx = fp32_grad_target(backend, *x);
+    const Tensor discard = x->requires_grad ? Tensor() : backend.empty(Shape{rows, C}, DType::f32);
+    backend.layernorm_backward({.x = x->value.data_as<float>(),
+                                .weight = w.data_as<float>(),
+                                .mean = mean.data_as<float>(),
+                                .rstd = rstd.data_as<float>(),
+                                .dout = dy.data(),
+                                .dout_dtype = out,
+                                .dx = x->requires_grad ? dx.grad.data_as<float>() : discard.data_as<float>(),
+                                .beta = dx.beta,
+                                .dweight = params.grad(weight).data_as<float>(),
+                                .dbias = params.grad(bias).data_as<float>(),
+                                .rows = rows,
+                                .channels = C});
+    tape.param_grad_done(weight);
+    tape.param_grad_done(bias);
+  });
+  return result;
+}
+
+Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads) {
+  Backend& backend = ctx.backend;
+  const Tensor& in = qkv->value;
+  const std::int64_t rows = in.shape()[0], C = in.shape()[1] / 3, T = rows / batch, D = C / heads;
+  HT_CHECK(in.shape().rank() == 2 && in.shape()[1] == 3 * C && rows == batch * T && C == heads * D,
+           "causal_attention: qkv {} is not (B·T, 3·H·D) for B = {}, H = {}", in.shape().to_string(), batch, heads);
+  HT_CHECK(D <= kAttentionMaxHeadDim, "causal_attention: heads of {} channels (at most {})", D, kAttentionMaxHeadDim);
+  const DType dtype = in.dtype();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const Tensor y = backend.empty(Shape{rows, C}, dtype);
+  const Tensor lse = backend.empty(Shape{batch * heads * T}, DType::f32);
+  backend.attention({in.data(), y.data(), lse.data_as<float>(), dtype, batch, T, heads, D, scale});
+  Var result = make_var(y, qkv->requires_grad || ctx.tape != nullptr);
+  if (!ctx.tape) return result;
+  ctx.tape->consume(qkv);
+  ctx.tape->record([&backend, qkv, result, lse, dtype, batch, T, heads, D, scale, rows, C] {
+    if (!qkv->requires_grad) return;
+    const Tensor dy = grad_as(backend, *result, dtype);
+    const Tensor delta = backend.empty(Shape{batch * heads * T}, DType::f32);
+    const Tensor dqkv = backend.empty(Shape{rows, 3 * C}, dtype);
+    backend.attention_backward({qkv->value.data(), result->value.data(), dy.data(), lse.data_as<float>(),
+                                delta.data_as<float>(), dqkv.data(), dtype, batch, T, heads, D, scale});
+    accumulate_grad(backend, *qkv, dqkv);
   });
   return result;
 }

@@ -1,8 +1,13 @@
-// The ops of the tape, under the precision policy (see docs/numerics.md):
-//   linear       y = act(x·Wᵀ + b); x, W, b and y in the compute dtype, FP32 accumulation;
-//                its backward adds dW and db into the FP32 gradient arena.
-//   cross_entropy  mean softmax cross-entropy over the rows, forward and logit gradient fused,
-//                FP32 math on the (low-precision) logits, gradient scaled by the loss scale.
+// The ops of the tape, under the precision policy of torch.autocast (see docs/numerics.md):
+//   linear          y = act(x·Wᵀ + b); x, W, b and y in the compute dtype, FP32 accumulation;
+//                   its backward adds dW and db into the FP32 gradient arena.
+//   residual_add    an FP32 stream plus a branch's output, in FP32.
+//   embedding       token + position embeddings, FP32 (read from the master weights).
+//   layer_norm      FP32 statistics, FP32 weight and bias; the output in the compute dtype.
+//   causal_attention  fused causal self-attention: matrix products in the compute dtype,
+//                   softmax in FP32.
+//   cross_entropy   mean softmax cross-entropy over the rows, forward and logit gradient fused,
+//                   FP32 math on the (low-precision) logits, gradient scaled by the loss scale.
 #pragma once
 
 #include "engine/backend.h"
@@ -28,6 +33,15 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer);
 
 // a + b in FP32: the residual stream (a: FP32) plus a branch's output (b: any dtype) -> FP32.
 Var residual_add(OpContext& ctx, const Var& a, const Var& b);
+
+// tokens: (B, T) i32 -> (B·T, C) fp32: wte[token] + wpe[position], from the FP32 master weights.
+Var embedding(OpContext& ctx, const Tensor& tokens, int wte, int wpe);
+
+// x: (rows, C) fp32 -> (rows, C) `out`: LayerNorm with the FP32 master weight and bias.
+Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out);
+
+// qkv: (B·T, 3C) compute dtype, q | k | v -> (B·T, C): causal self-attention of `heads` heads.
+Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads);
 
 struct CrossEntropyTargets {
   const std::int32_t* labels = nullptr;  // (rows) on the device

@@ -24,6 +24,19 @@ Tensor grad_as(Backend& backend, const VarNode& x, DType dtype) {
   return out;
 }
 
+GradTarget fp32_grad_target(Backend& backend, VarNode& x) {
+  ++x.contributions;
+  if (x.grad.defined() && x.grad.dtype() == DType::f32) return {x.grad, 1.0f};
+  Tensor sum = backend.empty(x.value.shape(), DType::f32);
+  if (!x.grad.defined()) {
+    x.grad = sum;
+    return {sum, 0.0f};
+  }
+  backend.cast({x.grad.data(), x.grad.dtype(), sum.data(), DType::f32, sum.numel()});  // a low-precision first part
+  x.grad = sum;
+  return {sum, 1.0f};
+}
+
 void Tape::use_param(int index) {
   if (static_cast<std::size_t>(index) >= param_uses_.size()) param_uses_.resize(static_cast<std::size_t>(index) + 1, 0);
   ++param_uses_[static_cast<std::size_t>(index)];

@@ -56,6 +56,15 @@ void accumulate_grad(Backend& backend, VarNode& x, Tensor contribution);
 // x's gradient in `dtype`: itself when it has that dtype, else rounded into a new tensor.
 Tensor grad_as(Backend& backend, const VarNode& x, DType dtype);
 
+// For an op whose kernel can add its contribution to an FP32 buffer (beta = 1) instead of
+// writing it (beta = 0): x's FP32 gradient when there is one, else a new FP32 buffer that
+// becomes x's gradient. Counts the contribution; the op then writes or adds into `grad`.
+struct GradTarget {
+  Tensor grad;
+  float beta = 0;
+};
+GradTarget fp32_grad_target(Backend& backend, VarNode& x);
+
 class Tape {
  public:
   using Backward = std::function<void()>;

@@ -5,10 +5,13 @@
 // (The GEMMs are not listed: the backends choose among several implementations of them.)
 #pragma once
 
+#include "kernels/attention.h"
 #include "kernels/bias_act.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/elementwise.h"
+#include "kernels/embedding.h"
 #include "kernels/grad_stats.h"
+#include "kernels/layernorm.h"
 #include "kernels/optimizers.h"
 #include "kernels/windows.h"
 
@@ -24,6 +27,12 @@
   X(act_backward, ActBackwardArgs)             \
   X(bias_grad, BiasGradArgs)                   \
   X(cross_entropy, CrossEntropyArgs)           \
+  X(embedding, EmbeddingArgs)                  \
+  X(embedding_backward, EmbeddingBackwardArgs) \
+  X(layernorm, LayerNormArgs)                  \
+  X(layernorm_backward, LayerNormBackwardArgs) \
+  X(attention, AttentionArgs)                  \
+  X(attention_backward, AttentionBackwardArgs) \
   X(unscale_check_norm, UnscaleArgs)           \
   X(finalize_grad_stats, FinalizeArgs)         \
   X(update_scaler, ScalerUpdateArgs)           \

@@ -5,6 +5,9 @@
 #include "tests/fp64_reference.h"
 #include "tests/helpers.h"
 
+#include <algorithm>
+#include <functional>
+
 using namespace ht;
 using namespace ht::test;
 
@@ -180,4 +183,151 @@ TEST_CASE("fp16 linear rounds where the policy says: pre = round(acc + b), out =
     // One fp16 ulp of slack: the FP32 accumulation order may tip a value across a rounding boundary.
     CHECK(std::fabs(got[static_cast<std::size_t>(i)] - expected) <= std::ldexp(std::fabs(expected), -10) + 0x1p-24f);
   }
+}
+
+// ---- A gradient check for any op -----------------------------------------------------------
+namespace {
+
+// An op's input: an activation (a Var that gets a gradient) or a parameter (in an FP32 arena).
+struct OpInput {
+  Shape shape;
+  bool parameter = false;
+  float lo = -1, hi = 1;
+};
+using Build = std::function<Var(OpContext&, const std::vector<Var>& activations, const std::vector<int>& params)>;
+using Reference = std::function<std::vector<double>(const std::vector<std::vector<double>>& inputs)>;
+
+// Runs `build` in fp32 on the CPU backend, seeds its output gradient with random g, and checks
+// every input's gradient - activations from the tape, parameters from the arena - against FP64
+// central differences of Σ g ∘ reference(inputs). One call per op (or composition of ops).
+void gradcheck_op(const std::vector<OpInput>& inputs, const Build& build, const Reference& reference, double atol = kAtol,
+                  double rtol = kRtol) {
+  auto backend = make_cpu_backend();
+  ParamArena arena;
+  std::vector<std::vector<float>> values;
+  std::vector<int> params;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    values.push_back(random_floats(static_cast<std::size_t>(inputs[i].shape.numel()), 100 + i, inputs[i].lo, inputs[i].hi));
+    if (inputs[i].parameter) params.push_back(arena.add(fmt::format("p{}", i), inputs[i].shape));
+  }
+  arena.allocate(*backend, DType::f32);
+  std::vector<Var> activations;
+  for (std::size_t i = 0, p = 0; i < inputs.size(); ++i) {
+    if (inputs[i].parameter) upload(*backend, arena.master(params[p++]), values[i]);
+    else activations.push_back(make_var(tensor_from(*backend, values[i], inputs[i].shape, DType::f32), true));
+  }
+  Tape tape;
+  OpContext ctx{*backend, arena, &tape};
+  const Var y = build(ctx, activations, params);
+  const std::vector<float> g = random_floats(static_cast<std::size_t>(y->value.numel()), 99);
+  y->grad = tensor_from(*backend, g, y->value.shape(), DType::f32);
+  tape.backward();
+
+  std::vector<std::vector<double>> x64;
+  for (const auto& v : values) x64.push_back(to_double(v));
+  for (std::size_t i = 0, a = 0, p = 0; i < inputs.size(); ++i) {
+    INFO("input " << i << (inputs[i].parameter ? " (a parameter)" : " (an activation)"));
+    const auto objective = [&](const std::vector<double>& xi) {
+      std::vector<std::vector<double>> all = x64;
+      all[i] = xi;
+      const std::vector<double> out = reference(all);
+      double total = 0;
+      for (std::size_t k = 0; k < out.size(); ++k) total += g[k] * out[k];
+      return total;
+    };
+    const std::vector<double> numerical = fp64::numerical_gradient(objective, x64[i]);
+    std::vector<float> analytic;
+    if (inputs[i].parameter) {
+      analytic = values_of(*backend, arena.grad(params[p++]));
+    } else {
+      const Var& v = activations[a++];
+      analytic = v->grad.defined() ? values_of(*backend, v->grad) : std::vector<float>(values[i].size(), 0.0f);
+    }
+    CHECK(worst_error(to_double(analytic), numerical, atol, rtol) <= 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck: residual_add (an FP32 stream plus a branch)", "[gradcheck]") {
+  gradcheck_op({{Shape{3, 4}}, {Shape{3, 4}}},
+               [](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>&) { return residual_add(ctx, a[0], a[1]); },
+               [](const auto& in) {
+                 std::vector<double> out(in[0].size());
+                 for (std::size_t i = 0; i < out.size(); ++i) out[i] = in[0][i] + in[1][i];
+                 return out;
+               });
+}
+
+TEST_CASE("gradcheck: layer_norm (x, weight, bias)", "[gradcheck]") {
+  gradcheck_op({{Shape{4, 6}, false, -2, 3}, {Shape{6}, true, 0.5f, 1.5f}, {Shape{6}, true}},
+               [](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>& p) {
+                 return layer_norm(ctx, a[0], p[0], p[1], DType::f32);
+               },
+               [](const auto& in) { return fp64::layernorm(in[0], in[1], in[2], 4, 6); });
+}
+
+TEST_CASE("gradcheck: embedding (token and position tables)", "[gradcheck]") {
+  const std::vector<std::int32_t> tokens = {3, 1, 3, 0, 4, 3, 3, 2};  // B = 2, T = 4; repeats
+  gradcheck_op({{Shape{5, 3}, true}, {Shape{4, 3}, true}},
+               [&](OpContext& ctx, const std::vector<Var>&, const std::vector<int>& p) {
+                 Tensor t = ctx.backend.empty(Shape{2, 4}, DType::i32);
+                 ctx.backend.upload(t.data(), tokens.data(), tokens.size() * 4);
+                 return embedding(ctx, t, p[0], p[1]);
+               },
+               [&](const auto& in) { return fp64::embedding(tokens, in[0], in[1], 4, 3); });
+}
+
+TEST_CASE("gradcheck: causal_attention (fp32), rows spanning batches and heads", "[gradcheck]") {
+  gradcheck_op({{Shape{2 * 5, 3 * 6}, false, -1.5f, 1.5f}},  // B = 2, T = 5, H = 2, D = 3
+               [](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>&) { return causal_attention(ctx, a[0], 2, 2); },
+               [](const auto& in) { return fp64::attention(in[0], 2, 5, 2, 3); });
+}
+
+TEST_CASE("gradcheck: a value read by two ops sums their gradients (x + linear(layer_norm(x)))", "[gradcheck]") {
+  gradcheck_op({{Shape{3, 4}, false, -2, 2}, {Shape{4}, true, 0.5f, 1.5f}, {Shape{4}, true}, {Shape{4, 4}, true}, {Shape{4}, true}},
+               [](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>& p) {
+                 const Var h = layer_norm(ctx, a[0], p[0], p[1], DType::f32);
+                 return residual_add(ctx, a[0], linear(ctx, h, {p[2], p[3], Activation::gelu}));
+               },
+               [](const auto& in) {
+                 const auto h = fp64::layernorm(in[0], in[1], in[2], 3, 4);
+                 auto y = fp64::matmul_nt(h, in[3], 3, 4, 4);
+                 for (std::size_t i = 0; i < y.size(); ++i) y[i] = in[0][i] + fp64::gelu(y[i] + in[4][i % 4]);
+                 return y;
+               });
+}
+
+TEST_CASE("gradcheck: a tied weight (embedding and output layer) gets both gradients; its hook fires once, after both", "[gradcheck]") {
+  const std::vector<std::int32_t> tokens = {1, 0, 2, 1};  // B = 1, T = 4, V = 3, C = 5
+  auto build = [&](OpContext& ctx, const std::vector<Var>&, const std::vector<int>& p) {
+    Tensor t = ctx.backend.empty(Shape{1, 4}, DType::i32);
+    ctx.backend.upload(t.data(), tokens.data(), tokens.size() * 4);
+    const Var x = embedding(ctx, t, p[0], p[1]);
+    return linear(ctx, x, {p[0], -1, Activation::none});  // logits = x · wteᵀ, no bias
+  };
+  gradcheck_op({{Shape{3, 5}, true}, {Shape{4, 5}, true}}, build, [&](const auto& in) {
+    return fp64::matmul_nt(fp64::embedding(tokens, in[0], in[1], 4, 5), in[0], 4, 3, 5);
+  });
+  // The hook: once per parameter; for the tied table, only after its second use has added its part.
+  auto backend = make_cpu_backend();
+  ParamArena arena;
+  const std::vector<int> p = {arena.add("wte", Shape{3, 5}), arena.add("wpe", Shape{4, 5})};
+  arena.allocate(*backend, DType::f32);
+  upload(*backend, arena.master(p[0]), random_floats(15, 1));
+  upload(*backend, arena.master(p[1]), random_floats(20, 2));
+  Tape tape;
+  std::vector<int> fired;
+  std::vector<float> wte_grad_when_ready;
+  tape.set_grad_ready_hook([&](int i) {
+    fired.push_back(i);
+    if (i == p[0]) wte_grad_when_ready = values_of(*backend, arena.grad(p[0]));
+  });
+  OpContext ctx{*backend, arena, &tape};
+  const Var y = build(ctx, {}, p);
+  y->grad = tensor_from(*backend, random_floats(12, 3), y->value.shape(), DType::f32);
+  tape.backward();
+  std::sort(fired.begin(), fired.end());
+  CHECK(fired == std::vector<int>{p[0], p[1]});
+  CHECK(wte_grad_when_ready == values_of(*backend, arena.grad(p[0])));  // final when announced
 }

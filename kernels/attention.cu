@@ -1,0 +1,541 @@
+// Causal self-attention, FlashAttention-2 style (kernels/attention.h for the math and rounding).
+//
+// fp16/bf16, tensor cores: a block of 4 warps takes 64 queries (forward, dQ) or 64 keys (dK/dV)
+// of one (batch, head); each warp owns 16 of them. Tiles of 64 rows × D stream through shared
+// memory by cp.async (rows padded by 8 elements, so ldmatrix's eight rows fall in different
+// banks); the products are mma.sync m16n8k16 with FP32 accumulators, and the probabilities go
+// from accumulator registers straight into the next product's A fragments (the accumulator
+// layout of an m16n8 pair is the A layout of an m16n8k16). Head sizes up to 128 run in the
+// kernel for the next of 32, 64, 128 (columns past D are zero).
+//   forward   per key tile up to the diagonal: S = Q·Kᵀ; online softmax; O += P·V
+//   dK, dV    per query tile from the diagonal on: Sᵀ = K·Qᵀ, Pᵀ; dV += Pᵀ·dO; dPᵀ = V·dOᵀ;
+//             dSᵀ = Pᵀ(dPᵀ − Δ); dK += dSᵀ·Q
+//   dQ        per key tile up to the diagonal: S, P; dP = dO·Vᵀ; dS; dQ += dS·K
+// fp32, CUDA cores: a thread per query (forward, dQ) or key (dK/dV), tiles of 32 rows in
+// shared memory, the same formulas with every rounding exact.
+#include "kernels/launch.h"
+#include "kernels/ptx.cuh"
+
+#include <cstring>
+
+namespace ht::gpu::inline HT_GPU_NS {
+
+namespace {
+
+constexpr int kRows = 64, kWarps = 4, kThreads = 32 * kWarps;
+
+struct Geometry {  // where one (batch, head) lives in qkv / out
+  std::int64_t seq, heads, head_dim, channels;  // T, H, D, C = H·D
+};
+
+// ---- tensor-core path ------------------------------------------------------------------
+
+template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  const T a = from_float<T>(lo), b = from_float<T>(hi);
+  std::uint16_t x, y;
+  std::memcpy(&x, &a, 2);
+  std::memcpy(&y, &b, 2);
+  return static_cast<std::uint32_t>(x) | (static_cast<std::uint32_t>(y) << 16);
+}
+
+// Rows [row0, row0 + 64) × columns [0, D_PAD) of a (T, width) matrix (rows past T and columns
+// past D are zero) into a shared tile with row stride D_PAD + 8, by 16-byte cp.async copies
+// when every row's slice is 16-byte aligned, else element by element.
+template <class T, int D_PAD>
+__device__ __forceinline__ void load_tile(T* tile, const T* src, std::int64_t row0, std::int64_t rows, std::int64_t width,
+                                          std::int64_t d, bool vector_loads) {
+  constexpr int kStride = D_PAD + 8, kChunks = D_PAD / 8;
+  for (int q = threadIdx.x; q < kRows * kChunks; q += kThreads) {
+    const int i = q / kChunks, c = (q % kChunks) * 8;
+    T* dst = tile + i * kStride + c;
+    const std::int64_t row = row0 + i;
+    if (vector_loads) {
+      const bool valid = row < rows && c < d;  // d % 8 == 0 here: a chunk is all in or all out
+      cp_async_16(dst, valid ? src + row * width + c : src, valid ? 16 : 0);
+    } else {
+      for (int e = 0; e < 8; ++e) dst[e] = row < rows && c + e < d ? src[row * width + c + e] : from_float<T>(0.0f);
+    }
+  }
+}
+__device__ __forceinline__ void tiles_landed() {
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+}
+
+// A fragments (16 rows × D_PAD, row-major) of rows [r0, r0 + 16) of a tile.
+template <int D_PAD, class T>
+__device__ __forceinline__ void load_a(std::uint32_t (&frag)[D_PAD / 16][4], const T* tile, int r0) {
+  constexpr int kStride = D_PAD + 8;
+  const int lane = threadIdx.x % 32, row = lane % 8 + 8 * ((lane / 8) & 1), col = 8 * (lane / 16);
+  HT_UNROLL
+  for (int ks = 0; ks < D_PAD / 16; ++ks) ldmatrix<4, false>(frag[ks], tile + (r0 + row) * kStride + ks * 16 + col);
+}
+// B fragments of two n8 tiles [n0, n0 + 16) × one k16 step [k0, k0 + 16), from a tile stored
+// [n][k] (b[0]: tile n0, b[1]: tile n0 + 8).
+template <int kStride, class T> __device__ __forceinline__ void load_b_nk(std::uint32_t (&b)[2][2], const T* tile, int n0, int k0) {
+  const int lane = threadIdx.x % 32, m = lane / 8;
+  std::uint32_t r[4];
+  ldmatrix<4, false>(r, tile + (n0 + lane % 8 + 8 * (m >> 1)) * kStride + k0 + 8 * (m & 1));
+  b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+}
+// ... from a tile stored [k][n].
+template <int kStride, class T> __device__ __forceinline__ void load_b_kn(std::uint32_t (&b)[2][2], const T* tile, int k0, int n0) {
+  const int lane = threadIdx.x % 32, m = lane / 8;
+  std::uint32_t r[4];
+  ldmatrix<4, true>(r, tile + (k0 + lane % 8 + 8 * (m & 1)) * kStride + n0 + 8 * (m >> 1));
+  b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+}
+
+// acc (16 × 8·N) += A (16 × D_PAD, fragments) · B, B from a [n][k] tile: n = 8·N columns from n_base.
+template <class T, int D_PAD, int N, int kStride>
+__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const std::uint32_t (&a)[D_PAD / 16][4], const T* tile) {
+  HT_UNROLL
+  for (int ks = 0; ks < D_PAD / 16; ++ks)
+    HT_UNROLL
+    for (int np = 0; np < N / 2; ++np) {
+      std::uint32_t b[2][2];
+      load_b_nk<kStride>(b, tile, np * 16, ks * 16);
+      mma_m16n8k16<T>(acc[2 * np], a[ks], b[0], acc[2 * np]);
+      mma_m16n8k16<T>(acc[2 * np + 1], a[ks], b[1], acc[2 * np + 1]);
+    }
+}
+// acc (16 × D_PAD) += P (16 × 64, from accumulators: rounded to T) · B, B from a [k][n] tile.
+template <class T, int D_PAD, int kStride>
+__device__ __forceinline__ void mma_p_bkn(float (&acc)[D_PAD / 8][4], const float (&p)[8][4], const T* tile) {
+  HT_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const std::uint32_t a[4] = {pack2<T>(p[2 * j][0], p[2 * j][1]), pack2<T>(p[2 * j][2], p[2 * j][3]),
+                                pack2<T>(p[2 * j + 1][0], p[2 * j + 1][1]), pack2<T>(p[2 * j + 1][2], p[2 * j + 1][3])};
+    HT_UNROLL
+    for (int np = 0; np < D_PAD / 16; ++np) {
+      std::uint32_t b[2][2];
+      load_b_kn<kStride>(b, tile, j * 16, np * 16);
+      mma_m16n8k16<T>(acc[2 * np], a, b[0], acc[2 * np]);
+      mma_m16n8k16<T>(acc[2 * np + 1], a, b[1], acc[2 * np + 1]);
+    }
+  }
+}
+
+template <class T> __device__ __forceinline__ T zero_of() { return from_float<T>(0.0f); }
+
+// Writes a warp's 16 × D_PAD accumulator tile × factor to rows [r0, r0 + 16) (of T) of a
+// (T, width) matrix, columns < d.
+template <class T, int D_PAD>
+__device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], float factor_row0, float factor_row1, T* dst,
+                                           std::int64_t r0, std::int64_t rows, std::int64_t width, std::int64_t d) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  HT_UNROLL
+  for (int nt = 0; nt < D_PAD / 8; ++nt)
+    HT_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t row = r0 + g + 8 * (e >> 1), col = nt * 8 + 2 * t + (e & 1);
+      if (row < rows && col < d) dst[row * width + col] = from_float<T>(acc[nt][e] * (e >> 1 ? factor_row1 : factor_row0));
+    }
+}
+
+// qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (query tile, b·H + h).
+template <class T, int D_PAD>
+__global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
+                                                                     float* __restrict__ lse, Geometry geo, float scale,
+                                                                     int vector_loads) {
+  constexpr int kStride = D_PAD + 8;
+  HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (the Q tile first borrows the K tile's room)
+  T* sk = smem;
+  T* sv = smem + kRows * kStride;
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t q0 = std::int64_t{blockIdx.x} * kRows;
+  const T* base = qkv + b * S * 3 * C;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool vec = vector_loads != 0;
+
+  load_tile<T, D_PAD>(sk, base + h * D, q0, S, 3 * C, D, vec);
+  tiles_landed();
+  std::uint32_t qf[D_PAD / 16][4];
+  load_a<D_PAD>(qf, sk, warp * 16);
+
+  float o[D_PAD / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {  // key tiles up to the diagonal
+    __syncthreads();  // every warp is done with the previous tile (and with Q's room)
+    load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
+    load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
+    tiles_landed();
+    float s[8][4] = {};
+    mma_a_bnk<T, D_PAD, 8, kStride>(s, qf, sk);
+    // Scale, mask (causal, and keys past T), and the online softmax of each of the two rows.
+    HT_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t query = q0 + warp * 16 + g + 8 * r;
+      float tile_max = -INFINITY;
+      HT_UNROLL
+      for (int nt = 0; nt < 8; ++nt)
+        HT_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const std::int64_t key = kt * kRows + nt * 8 + 2 * t + e;
+          float& v = s[nt][2 * r + e];
+          v = key <= query && key < S ? v * scale : -INFINITY;
+          tile_max = fmaxf(tile_max, v);
+        }
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float m_new = fmaxf(m[r], tile_max);
+      const float alpha = expf(m[r] - m_new);
+      float row_sum = 0;
+      HT_UNROLL
+      for (int nt = 0; nt < 8; ++nt)
+        HT_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          float& v = s[nt][2 * r + e];
+          v = expf(v - m_new);
+          row_sum += v;
+        }
+      row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
+      row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
+      l[r] = l[r] * alpha + row_sum;
+      m[r] = m_new;
+      HT_UNROLL
+      for (int nt = 0; nt < D_PAD / 8; ++nt) o[nt][2 * r] *= alpha, o[nt][2 * r + 1] *= alpha;
+    }
+    mma_p_bkn<T, D_PAD, kStride>(o, s, sv);
+  }
+  const std::int64_t r0 = q0 + warp * 16;
+  store_rows<T, D_PAD>(o, 1.0f / l[0], 1.0f / l[1], out + b * S * C + h * D, r0, S, C, D);
+  if (t == 0)
+    for (int r = 0; r < 2; ++r)
+      if (r0 + g + 8 * r < S) lse[blockIdx.y * S + r0 + g + 8 * r] = m[r] + logf(l[r]);
+}
+
+// dK and dV of 64 keys. qkv, out-independent: reads Q, dO tiles; lse, delta: (B, H, T).
+template <class T, int D_PAD>
+__global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
+                                                                 const float* __restrict__ lse, const float* __restrict__ delta,
+                                                                 T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads) {
+  constexpr int kStride = D_PAD + 8;
+  HT_DYNAMIC_SHARED(T, smem);  // Q tile | dO tile (K and V first borrow them), then lse, delta
+  T* sa = smem;
+  T* sb = smem + kRows * kStride;
+  float* slse = reinterpret_cast<float*>(sb + kRows * kStride);
+  float* sdelta = slse + kRows;
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t k0 = std::int64_t{blockIdx.x} * kRows;
+  const T* base = qkv + b * S * 3 * C;
+  const T* dbase = dout + b * S * C;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool vec = vector_loads != 0;
+
+  load_tile<T, D_PAD>(sa, base + C + h * D, k0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD>(sb, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
+  tiles_landed();
+  std::uint32_t kf[D_PAD / 16][4], vf[D_PAD / 16][4];
+  load_a<D_PAD>(kf, sa, warp * 16);
+  load_a<D_PAD>(vf, sb, warp * 16);
+
+  float dk[D_PAD / 8][4] = {}, dv[D_PAD / 8][4] = {};
+  const std::int64_t tiles = (S + kRows - 1) / kRows;
+  for (std::int64_t qt = blockIdx.x; qt < tiles; ++qt) {  // query tiles from the diagonal on
+    __syncthreads();
+    load_tile<T, D_PAD>(sa, base + h * D, qt * kRows, S, 3 * C, D, vec);
+    load_tile<T, D_PAD>(sb, dbase + h * D, qt * kRows, S, C, D, vec);
+    for (int i = threadIdx.x; i < kRows; i += kThreads) {
+      const std::int64_t q = qt * kRows + i;
+      slse[i] = q < S ? lse[blockIdx.y * S + q] : 0.0f;
+      sdelta[i] = q < S ? delta[blockIdx.y * S + q] : 0.0f;
+    }
+    tiles_landed();
+    float p[8][4] = {}, dp[8][4] = {};
+    mma_a_bnk<T, D_PAD, 8, kStride>(p, kf, sa);   // Sᵀ = K·Qᵀ: rows keys, columns queries
+    mma_a_bnk<T, D_PAD, 8, kStride>(dp, vf, sb);  // dPᵀ = V·dOᵀ
+    HT_UNROLL
+    for (int nt = 0; nt < 8; ++nt)
+      HT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1);
+        const int qi = nt * 8 + 2 * t + (e & 1);
+        const std::int64_t query = qt * kRows + qi;
+        const float P = query >= key && query < S ? expf(p[nt][e] * scale - slse[qi]) : 0.0f;
+        p[nt][e] = P;
+        dp[nt][e] = P * (dp[nt][e] - sdelta[qi]);  // dSᵀ
+      }
+    mma_p_bkn<T, D_PAD, kStride>(dv, p, sb);   // dV += Pᵀ·dO
+    mma_p_bkn<T, D_PAD, kStride>(dk, dp, sa);  // dK += dSᵀ·Q
+  }
+  const std::int64_t r0 = k0 + warp * 16;
+  T* out = dqkv + b * S * 3 * C;
+  store_rows<T, D_PAD>(dk, scale, scale, out + C + h * D, r0, S, 3 * C, D);
+  store_rows<T, D_PAD>(dv, 1.0f, 1.0f, out + 2 * C + h * D, r0, S, 3 * C, D);
+}
+
+// dQ of 64 queries.
+template <class T, int D_PAD>
+__global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
+                                                                const float* __restrict__ lse, const float* __restrict__ delta,
+                                                                T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads) {
+  constexpr int kStride = D_PAD + 8;
+  HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (Q and dO first borrow them)
+  T* sa = smem;
+  T* sb = smem + kRows * kStride;
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t q0 = std::int64_t{blockIdx.x} * kRows;
+  const T* base = qkv + b * S * 3 * C;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool vec = vector_loads != 0;
+
+  load_tile<T, D_PAD>(sa, base + h * D, q0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD>(sb, dout + b * S * C + h * D, q0, S, C, D, vec);
+  tiles_landed();
+  std::uint32_t qf[D_PAD / 16][4], dof[D_PAD / 16][4];
+  load_a<D_PAD>(qf, sa, warp * 16);
+  load_a<D_PAD>(dof, sb, warp * 16);
+  float row_lse[2], row_delta[2];
+  for (int r = 0; r < 2; ++r) {
+    const std::int64_t q = q0 + warp * 16 + g + 8 * r;
+    row_lse[r] = q < S ? lse[blockIdx.y * S + q] : 0.0f;
+    row_delta[r] = q < S ? delta[blockIdx.y * S + q] : 0.0f;
+  }
+
+  float dq[D_PAD / 8][4] = {};
+  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+    __syncthreads();
+    load_tile<T, D_PAD>(sa, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
+    load_tile<T, D_PAD>(sb, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
+    tiles_landed();
+    float p[8][4] = {}, dp[8][4] = {};
+    mma_a_bnk<T, D_PAD, 8, kStride>(p, qf, sa);    // S = Q·Kᵀ
+    mma_a_bnk<T, D_PAD, 8, kStride>(dp, dof, sb);  // dP = dO·Vᵀ
+    HT_UNROLL
+    for (int nt = 0; nt < 8; ++nt)
+      HT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t query = q0 + warp * 16 + g + 8 * (e >> 1);
+        const std::int64_t key = kt * kRows + nt * 8 + 2 * t + (e & 1);
+        const float P = key <= query && query < S ? expf(p[nt][e] * scale - row_lse[e >> 1]) : 0.0f;
+        dp[nt][e] = P * (dp[nt][e] - row_delta[e >> 1]);  // dS
+      }
+    mma_p_bkn<T, D_PAD, kStride>(dq, dp, sa);  // dQ += dS·K
+  }
+  store_rows<T, D_PAD>(dq, scale, scale, dqkv + b * S * 3 * C + h * D, q0 + warp * 16, S, 3 * C, D);
+}
+
+// ---- fp32 path (CUDA cores) -------------------------------------------------------------
+
+constexpr int kSimtRows = 32;  // rows of a shared tile; the block has as many threads
+
+// A thread per query: online softmax over the keys up to it, one key at a time.
+template <int D_PAD>
+__global__ void __launch_bounds__(kSimtRows) attention_forward_simt_kernel(const float* __restrict__ qkv, float* __restrict__ out,
+                                                                           float* __restrict__ lse, Geometry geo, float scale) {
+  __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t query = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const float* base = qkv + b * S * 3 * C;
+  float q[D_PAD], o[D_PAD];
+  for (int d = 0; d < D_PAD; ++d) q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f, o[d] = 0.0f;
+  float m = -INFINITY, l = 0;
+  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
+      const std::int64_t key = kt * kSimtRows + i / D_PAD;
+      const int d = i % D_PAD;
+      sk[i / D_PAD][d] = key < S && d < D ? base[key * 3 * C + C + h * D + d] : 0.0f;
+      sv[i / D_PAD][d] = key < S && d < D ? base[key * 3 * C + 2 * C + h * D + d] : 0.0f;
+    }
+    __syncthreads();
+    for (int j = 0; j < kSimtRows; ++j) {
+      const std::int64_t key = kt * kSimtRows + j;
+      if (key > query || key >= S) break;
+      float s = 0;
+      for (int d = 0; d < D_PAD; ++d) s += q[d] * sk[j][d];
+      s *= scale;
+      const float m_new = fmaxf(m, s), alpha = expf(m - m_new), p = expf(s - m_new);
+      l = l * alpha + p;
+      for (int d = 0; d < D_PAD; ++d) o[d] = o[d] * alpha + p * sv[j][d];
+      m = m_new;
+    }
+  }
+  if (query >= S) return;
+  for (int d = 0; d < D; ++d) out[(b * S + query) * C + h * D + d] = o[d] / l;
+  lse[blockIdx.y * S + query] = m + logf(l);
+}
+
+// A thread per key: dK and dV over the queries from it on.
+template <int D_PAD>
+__global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const float* __restrict__ qkv, const float* __restrict__ dout,
+                                                                       const float* __restrict__ lse,
+                                                                       const float* __restrict__ delta, float* __restrict__ dqkv,
+                                                                       Geometry geo, float scale) {
+  __shared__ float sq[kSimtRows][D_PAD], sdo[kSimtRows][D_PAD], slse[kSimtRows], sdelta[kSimtRows];
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t key = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const float* base = qkv + b * S * 3 * C;
+  float k[D_PAD], v[D_PAD], dk[D_PAD], dv[D_PAD];
+  for (int d = 0; d < D_PAD; ++d) {
+    k[d] = key < S && d < D ? base[key * 3 * C + C + h * D + d] : 0.0f;
+    v[d] = key < S && d < D ? base[key * 3 * C + 2 * C + h * D + d] : 0.0f;
+    dk[d] = dv[d] = 0.0f;
+  }
+  const std::int64_t tiles = (S + kSimtRows - 1) / kSimtRows;
+  for (std::int64_t qt = blockIdx.x; qt < tiles; ++qt) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
+      const std::int64_t q = qt * kSimtRows + i / D_PAD;
+      const int d = i % D_PAD;
+      sq[i / D_PAD][d] = q < S && d < D ? base[q * 3 * C + h * D + d] : 0.0f;
+      sdo[i / D_PAD][d] = q < S && d < D ? dout[(b * S + q) * C + h * D + d] : 0.0f;
+    }
+    const std::int64_t mine = qt * kSimtRows + threadIdx.x;
+    slse[threadIdx.x] = mine < S ? lse[blockIdx.y * S + mine] : 0.0f;
+    sdelta[threadIdx.x] = mine < S ? delta[blockIdx.y * S + mine] : 0.0f;
+    __syncthreads();
+    for (int i = 0; i < kSimtRows; ++i) {
+      const std::int64_t q = qt * kSimtRows + i;
+      if (q < key || q >= S || key >= S) continue;
+      float s = 0, dp = 0;
+      for (int d = 0; d < D_PAD; ++d) s += sq[i][d] * k[d], dp += sdo[i][d] * v[d];
+      const float P = expf(s * scale - slse[i]), dS = P * (dp - sdelta[i]);
+      for (int d = 0; d < D_PAD; ++d) dv[d] += P * sdo[i][d], dk[d] += dS * sq[i][d];
+    }
+  }
+  if (key >= S) return;
+  float* row = dqkv + (b * S + key) * 3 * C;
+  for (int d = 0; d < D; ++d) row[C + h * D + d] = scale * dk[d], row[2 * C + h * D + d] = dv[d];
+}
+
+// A thread per query: dQ over the keys up to it.
+template <int D_PAD>
+__global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const float* __restrict__ qkv, const float* __restrict__ dout,
+                                                                      const float* __restrict__ lse, const float* __restrict__ delta,
+                                                                      float* __restrict__ dqkv, Geometry geo, float scale) {
+  __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
+  const std::int64_t query = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const float* base = qkv + b * S * 3 * C;
+  float q[D_PAD], dO[D_PAD], dq[D_PAD];
+  for (int d = 0; d < D_PAD; ++d) {
+    q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f;
+    dO[d] = query < S && d < D ? dout[(b * S + query) * C + h * D + d] : 0.0f;
+    dq[d] = 0.0f;
+  }
+  const float my_lse = query < S ? lse[blockIdx.y * S + query] : 0.0f, my_delta = query < S ? delta[blockIdx.y * S + query] : 0.0f;
+  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
+      const std::int64_t key = kt * kSimtRows + i / D_PAD;
+      const int d = i % D_PAD;
+      sk[i / D_PAD][d] = key < S && d < D ? base[key * 3 * C + C + h * D + d] : 0.0f;
+      sv[i / D_PAD][d] = key < S && d < D ? base[key * 3 * C + 2 * C + h * D + d] : 0.0f;
+    }
+    __syncthreads();
+    for (int j = 0; j < kSimtRows; ++j) {
+      const std::int64_t key = kt * kSimtRows + j;
+      if (key > query || key >= S || query >= S) break;
+      float s = 0, dp = 0;
+      for (int d = 0; d < D_PAD; ++d) s += q[d] * sk[j][d], dp += dO[d] * sv[j][d];
+      const float dS = expf(s * scale - my_lse) * (dp - my_delta);
+      for (int d = 0; d < D_PAD; ++d) dq[d] += dS * sk[j][d];
+    }
+  }
+  if (query >= S) return;
+  for (int d = 0; d < D; ++d) dqkv[(b * S + query) * 3 * C + h * D + d] = scale * dq[d];
+}
+
+// Δ = rowsum(dO ∘ O) for every (b, h, t): out, dout: (B, T, C) T -> delta: (B, H, T) fp32.
+template <class T>
+__global__ void __launch_bounds__(256) attention_delta_kernel(const T* __restrict__ out, const T* __restrict__ dout,
+                                                              float* __restrict__ delta, std::int64_t n, Geometry geo) {
+  for (std::int64_t i = std::int64_t{blockIdx.x} * 256 + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * 256) {
+    const std::int64_t t = i % geo.seq, bh = i / geo.seq, h = bh % geo.heads, b = bh / geo.heads;
+    const std::int64_t at = (b * geo.seq + t) * geo.channels + h * geo.head_dim;
+    float sum = 0;
+    for (std::int64_t d = 0; d < geo.head_dim; ++d) sum += to_float(dout[at + d]) * to_float(out[at + d]);
+    delta[i] = sum;
+  }
+}
+
+// Calls f(std::integral_constant<int, D_PAD>) for the kernel variant that takes head size d.
+template <class F> void with_head_pad(std::int64_t d, F&& f) {
+  if (d <= 32) f(std::integral_constant<int, 32>{});
+  else if (d <= 64) f(std::integral_constant<int, 64>{});
+  else if (d <= kAttentionMaxHeadDim) f(std::integral_constant<int, 128>{});
+  else ht::call_failed("attention", "head size above 128", __FILE__, __LINE__);
+}
+
+// cp.async needs every row slice 16-byte aligned: D and C multiples of 8, the base aligned.
+bool attention_vector_loads(const void* p, std::int64_t head_dim) {
+  return head_dim % 8 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
+template <int D_PAD> constexpr std::size_t tile_bytes(std::size_t element) { return std::size_t{kRows} * (D_PAD + 8) * element; }
+
+}  // namespace
+
+void launch_attention(const AttentionArgs& a, const Stream& s) {
+  if (a.batch * a.seq * a.heads == 0) return;
+  const Geometry geo{a.seq, a.heads, a.head_dim, a.heads * a.head_dim};
+  with_head_pad(a.head_dim, [&](auto pad) {
+    constexpr int P = decltype(pad)::value;
+    if (a.dtype == DType::f32) {
+      const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows), static_cast<unsigned>(a.batch * a.heads)),
+                             kSimtRows};
+      HT_LAUNCH(attention_forward_simt_kernel<P>, cfg, s, static_cast<const float*>(a.qkv), static_cast<float*>(a.out), a.lse, geo,
+                a.scale);
+      return;
+    }
+    const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kRows - 1) / kRows), static_cast<unsigned>(a.batch * a.heads)),
+                           kThreads, 2 * tile_bytes<P>(2)};
+    const int vec = attention_vector_loads(a.qkv, a.head_dim) ? 1 : 0;
+    dispatch(a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, float>)
+        HT_LAUNCH((attention_forward_kernel<T, P>), cfg, s, static_cast<const T*>(a.qkv), static_cast<T*>(a.out), a.lse, geo,
+                  a.scale, vec);
+    });
+  });
+}
+
+void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) {
+  if (a.batch * a.seq * a.heads == 0) return;
+  const Geometry geo{a.seq, a.heads, a.head_dim, a.heads * a.head_dim};
+  const std::int64_t rows = a.batch * a.heads * a.seq;
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    HT_LAUNCH(attention_delta_kernel<T>, (LaunchConfig{grid_for(rows, 256, s), 256}), s, static_cast<const T*>(a.out),
+              static_cast<const T*>(a.dout), a.delta, rows, geo);
+  });
+  with_head_pad(a.head_dim, [&](auto pad) {
+    constexpr int P = decltype(pad)::value;
+    if (a.dtype == DType::f32) {
+      const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows), static_cast<unsigned>(a.batch * a.heads)),
+                             kSimtRows};
+      const auto* qkv = static_cast<const float*>(a.qkv);
+      const auto* dout = static_cast<const float*>(a.dout);
+      auto* dqkv = static_cast<float*>(a.dqkv);
+      HT_LAUNCH(attention_dkv_simt_kernel<P>, cfg, s, qkv, dout, static_cast<const float*>(a.lse),
+                static_cast<const float*>(a.delta), dqkv, geo, a.scale);
+      HT_LAUNCH(attention_dq_simt_kernel<P>, cfg, s, qkv, dout, static_cast<const float*>(a.lse), static_cast<const float*>(a.delta),
+                dqkv, geo, a.scale);
+      return;
+    }
+    const dim3 grid(static_cast<unsigned>((a.seq + kRows - 1) / kRows), static_cast<unsigned>(a.batch * a.heads));
+    const int vec = attention_vector_loads(a.qkv, a.head_dim) && attention_vector_loads(a.dout, a.head_dim) ? 1 : 0;
+    dispatch(a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, float>) {
+        const auto* qkv = static_cast<const T*>(a.qkv);
+        const auto* dout = static_cast<const T*>(a.dout);
+        auto* dqkv = static_cast<T*>(a.dqkv);
+        HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2) + 2 * kRows * sizeof(float)}), s,
+                  qkv, dout, static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
+        HT_LAUNCH((attention_dq_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2)}), s, qkv, dout,
+                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
+      }
+    });
+  });
+}
+
+}  // namespace ht::gpu::inline HT_GPU_NS
