@@ -132,12 +132,12 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
       if (opt->count()) f.given.insert(opt->get_name());
     // The chosen model's recipe, for every flag of it the command line left out; through
     // CLI11, so each value is checked and stored as if it had been given.
-    for (const auto& [flag, value] : recipe_flags(f.config.model.kind)) {
-      if (f.given.count(flag)) continue;
-      CLI::Option* opt = t->get_option(flag);
-      opt->add_result(value);
+    for (const RecipeFlag& r : recipe_flags(f.config.model.kind)) {
+      if (f.given.count(r.flag) || (!r.unless.empty() && f.given.count(r.unless))) continue;
+      CLI::Option* opt = t->get_option(r.flag);
+      opt->add_result(r.value);
       opt->run_callback();
-      f.from_recipe.push_back(flag + " " + value);
+      f.from_recipe.push_back(r.flag + " " + r.value);
     }
   });
   TrainConfig& c = f.config;

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 namespace ht {
 
@@ -36,18 +35,46 @@ int utf8_sequence(const std::string& s, std::size_t i, std::uint32_t& cp) {
   return n;
 }
 
-}  // namespace
 
-std::vector<std::string> utf8_characters(const std::string& bytes, const std::string& what) {
-  std::vector<std::string> chars;
-  chars.reserve(bytes.size());
+// The code points of UTF-8 `bytes`; throws naming `what` and the offset of a malformed sequence.
+std::vector<std::uint32_t> code_points(const std::string& bytes, const std::string& what) {
+  std::vector<std::uint32_t> cps;
+  cps.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
     std::uint32_t cp = 0;
     const int n = utf8_sequence(bytes, i, cp);
     HT_CHECK(n > 0, "{}: not UTF-8 text (a malformed byte sequence at byte {})", what, i);
-    chars.push_back(bytes.substr(i, static_cast<std::size_t>(n)));
+    cps.push_back(cp);
     i += static_cast<std::size_t>(n);
   }
+  return cps;
+}
+
+std::string utf8_encode(std::uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xc0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xe0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    s += static_cast<char>(0xf0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> utf8_characters(const std::string& bytes, const std::string& what) {
+  std::vector<std::string> chars;
+  for (std::uint32_t cp : code_points(bytes, what)) chars.push_back(utf8_encode(cp));
   return chars;
 }
 
@@ -61,23 +88,30 @@ DataSplit load_text(const std::string& path, const std::string& name) {
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   HT_CHECK(!in.bad(), "--data {}: {}: read failed", name, path);
   HT_CHECK(!bytes.empty(), "--data {}: {} is empty", name, path);
-  const std::vector<std::string> chars = utf8_characters(bytes, path);
+  const std::vector<std::uint32_t> chars = code_points(bytes, path);
 
-  // The vocabulary: distinct characters in code point order (UTF-8's byte order is code point order).
-  std::map<std::string, std::int32_t> ids;
-  for (const std::string& c : chars) ids.emplace(c, 0);
+  // The vocabulary: the distinct characters in code point order.
+  std::vector<bool> present(0x110000, false);
+  for (std::uint32_t cp : chars) present[cp] = true;
+  std::vector<std::uint32_t> vocab;
+  for (std::uint32_t cp = 0; cp < present.size(); ++cp)
+    if (present[cp]) vocab.push_back(cp);
   DataSplit split;
   split.name = name;
-  for (auto& [c, id] : ids) {
-    id = static_cast<std::int32_t>(split.text.vocab.size());
-    split.text.vocab.push_back(c);
-  }
+  for (std::uint32_t cp : vocab) split.text.vocab.push_back(utf8_encode(cp));
+  auto id_of = [&](std::uint32_t cp) {
+    return static_cast<std::int32_t>(std::lower_bound(vocab.begin(), vocab.end(), cp) - vocab.begin());
+  };
+  std::vector<std::int32_t> small(128, -1);  // ASCII, the common case, by table
+  for (std::uint32_t c = 0; c < 128; ++c)
+    if (std::binary_search(vocab.begin(), vocab.end(), c)) small[c] = id_of(c);
   const std::size_t n_train = chars.size() * 9 / 10;  // nanoGPT: int(n * 0.9)
   HT_CHECK(n_train >= 2 && chars.size() - n_train >= 2, "--data {}: {} has {} characters: too short to split into training "
            "and validation text (at least 20 are needed)", name, path, chars.size());
   split.text.train.reserve(n_train);
   split.text.val.reserve(chars.size() - n_train);
-  for (std::size_t i = 0; i < chars.size(); ++i) (i < n_train ? split.text.train : split.text.val).push_back(ids[chars[i]]);
+  for (std::size_t i = 0; i < chars.size(); ++i)
+    (i < n_train ? split.text.train : split.text.val).push_back(chars[i] < 128 ? small[chars[i]] : id_of(chars[i]));
   const auto shortest = static_cast<std::int64_t>(std::min(split.text.train.size(), split.text.val.size()));
   split.task = {InputKind::tokens, 0, static_cast<std::int64_t>(split.text.vocab.size()), shortest - 1};
   return split;

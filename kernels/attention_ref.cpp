@@ -1,8 +1,11 @@
 // The attention reference (kernels/attention.h), at the header's rounding points. Each head's
-// q, k, v (and o, dO) are widened once into contiguous FP32 rows, so the inner loops are plain
-// dot products the compiler vectorises: the CPU backend trains the GPT with this code.
+// q, k, v (and o, dO) are widened once into contiguous FP32 matrices and the products are
+// OpenBLAS GEMMs over the whole (T × T) score matrix, masked: the CPU backend trains the GPT
+// with this code, so it runs at BLAS speed.
 #include "kernels/attention.h"
 #include "kernels/cpu_dtype.h"
+
+#include <cblas.h>
 
 #include <cmath>
 #include <vector>
@@ -11,23 +14,25 @@ namespace ht {
 
 namespace {
 
+using Floats = std::vector<float>;
+
 // Columns [col, col + D) of rows (b, 0..T) of a (B, T, width) tensor, widened to (T, D) fp32.
 template <class T>
-void widen_head(const void* data, std::int64_t b, std::int64_t T_len, std::int64_t width, std::int64_t col, std::int64_t D,
-                std::vector<float>& out) {
-  out.resize(static_cast<std::size_t>(T_len * D));
-  const T* src = static_cast<const T*>(data) + b * T_len * width + col;
-  for (std::int64_t t = 0; t < T_len; ++t)
+void widen_head(const void* data, std::int64_t b, std::int64_t S, std::int64_t width, std::int64_t col, std::int64_t D, Floats& out) {
+  out.resize(static_cast<std::size_t>(S * D));
+  const T* src = static_cast<const T*>(data) + b * S * width + col;
+  for (std::int64_t t = 0; t < S; ++t)
     for (std::int64_t d = 0; d < D; ++d) out[static_cast<std::size_t>(t * D + d)] = cpu::load(src[t * width + d]);
 }
 
-float dot(const float* x, const float* y, std::int64_t n) {
-  float s = 0;
-  for (std::int64_t d = 0; d < n; ++d) s += x[d] * y[d];
-  return s;
-}
-
 template <class T> float round_to_dtype(float v) { return cpu::load(cpu::store<T>(v)); }
+
+// C (M, N) = alpha · op(A) · op(B), row-major, C overwritten.
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, a, static_cast<blasint>(ta ? M : K), b,
+              static_cast<blasint>(tb ? K : N), 0.0f, c, static_cast<blasint>(N));
+}
 
 }  // namespace
 
@@ -36,30 +41,31 @@ void attention_ref(const AttentionArgs& a) {
     using T = typename decltype(tag)::type;
     const std::int64_t C = a.heads * a.head_dim, D = a.head_dim, S = a.seq;
     T* out = static_cast<T*>(a.out);
-    std::vector<float> q, k, v, s(static_cast<std::size_t>(S)), acc(static_cast<std::size_t>(D));
+    Floats q, k, v, scores(static_cast<std::size_t>(S * S)), o(static_cast<std::size_t>(S * D)), l(static_cast<std::size_t>(S));
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
         widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
         widen_head<T>(a.qkv, b, S, 3 * C, C + h * D, D, k);
         widen_head<T>(a.qkv, b, S, 3 * C, 2 * C + h * D, D, v);
+        gemm(false, true, S, S, D, a.scale, q.data(), k.data(), scores.data());  // s = scale·Q·Kᵀ
         for (std::int64_t i = 0; i < S; ++i) {
+          float* s = &scores[static_cast<std::size_t>(i * S)];
           float m = -INFINITY;
+          for (std::int64_t j = 0; j <= i; ++j) m = std::max(m, s[j]);
+          float sum = 0;
           for (std::int64_t j = 0; j <= i; ++j) {
-            s[static_cast<std::size_t>(j)] = dot(&q[static_cast<std::size_t>(i * D)], &k[static_cast<std::size_t>(j * D)], D) * a.scale;
-            m = std::max(m, s[static_cast<std::size_t>(j)]);
+            const float p = std::exp(s[j] - m);
+            sum += p;
+            s[j] = round_to_dtype<T>(p);
           }
-          float l = 0;
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          for (std::int64_t j = 0; j <= i; ++j) {
-            const float p = std::exp(s[static_cast<std::size_t>(j)] - m);
-            l += p;
-            const float pr = round_to_dtype<T>(p);
-            const float* vj = &v[static_cast<std::size_t>(j * D)];
-            for (std::int64_t d = 0; d < D; ++d) acc[static_cast<std::size_t>(d)] += pr * vj[d];
-          }
-          for (std::int64_t d = 0; d < D; ++d) out[(b * S + i) * C + h * D + d] = cpu::store<T>(acc[static_cast<std::size_t>(d)] / l);
-          a.lse[(b * a.heads + h) * S + i] = m + std::log(l);
+          for (std::int64_t j = i + 1; j < S; ++j) s[j] = 0.0f;  // causal
+          l[static_cast<std::size_t>(i)] = sum;
+          a.lse[(b * a.heads + h) * S + i] = m + std::log(sum);
         }
+        gemm(false, false, S, D, S, 1.0f, scores.data(), v.data(), o.data());  // Σ_j round(p_ij)·v_j
+        for (std::int64_t i = 0; i < S; ++i)
+          for (std::int64_t d = 0; d < D; ++d)
+            out[(b * S + i) * C + h * D + d] = cpu::store<T>(o[static_cast<std::size_t>(i * D + d)] / l[static_cast<std::size_t>(i)]);
       }
   });
 }
@@ -69,8 +75,8 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
     using T = typename decltype(tag)::type;
     const std::int64_t C = a.heads * a.head_dim, D = a.head_dim, S = a.seq;
     T* dqkv = static_cast<T*>(a.dqkv);
-    std::vector<float> q, k, v, o, dout;
-    std::vector<float> dq(static_cast<std::size_t>(S * D)), dk(static_cast<std::size_t>(S * D)), dv(static_cast<std::size_t>(S * D));
+    const auto SS = static_cast<std::size_t>(S * S), SD = static_cast<std::size_t>(S * D);
+    Floats q, k, v, o, dout, P(SS), dP(SS), Pr(SS), dSr(SS), dq(SD), dk(SD), dv(SD);
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
         widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
@@ -80,34 +86,29 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
         widen_head<T>(a.dout, b, S, C, h * D, D, dout);
         const float* lse = a.lse + (b * a.heads + h) * S;
         float* delta = a.delta + (b * a.heads + h) * S;
-        std::fill(dq.begin(), dq.end(), 0.0f);
-        std::fill(dk.begin(), dk.end(), 0.0f);
-        std::fill(dv.begin(), dv.end(), 0.0f);
+        gemm(false, true, S, S, D, a.scale, q.data(), k.data(), P.data());      // s
+        gemm(false, true, S, S, D, 1.0f, dout.data(), v.data(), dP.data());     // dO·Vᵀ
         for (std::int64_t i = 0; i < S; ++i) {
-          const float* qi = &q[static_cast<std::size_t>(i * D)];
-          const float* doi = &dout[static_cast<std::size_t>(i * D)];
-          delta[i] = dot(doi, &o[static_cast<std::size_t>(i * D)], D);
-          float* dqi = &dq[static_cast<std::size_t>(i * D)];
-          for (std::int64_t j = 0; j <= i; ++j) {
-            const float* kj = &k[static_cast<std::size_t>(j * D)];
-            const float P = std::exp(dot(qi, kj, D) * a.scale - lse[i]);
-            const float dS = P * (dot(doi, &v[static_cast<std::size_t>(j * D)], D) - delta[i]);
-            const float p = round_to_dtype<T>(P), ds = round_to_dtype<T>(dS);
-            float* dvj = &dv[static_cast<std::size_t>(j * D)];
-            float* dkj = &dk[static_cast<std::size_t>(j * D)];
-            for (std::int64_t d = 0; d < D; ++d) {
-              dvj[d] += p * doi[d];
-              dqi[d] += ds * kj[d];
-              dkj[d] += ds * qi[d];
-            }
+          float sum = 0;
+          for (std::int64_t d = 0; d < D; ++d) sum += dout[static_cast<std::size_t>(i * D + d)] * o[static_cast<std::size_t>(i * D + d)];
+          delta[i] = sum;
+          for (std::int64_t j = 0; j < S; ++j) {
+            const auto ij = static_cast<std::size_t>(i * S + j);
+            const float p = j <= i ? std::exp(P[ij] - lse[i]) : 0.0f;
+            Pr[ij] = round_to_dtype<T>(p);
+            dSr[ij] = round_to_dtype<T>(p * (dP[ij] - sum));
           }
         }
+        gemm(true, false, S, D, S, 1.0f, Pr.data(), dout.data(), dv.data());      // dV = Pᵀ·dO
+        gemm(false, false, S, D, S, a.scale, dSr.data(), k.data(), dq.data());    // dQ = scale·dS·K
+        gemm(true, false, S, D, S, a.scale, dSr.data(), q.data(), dk.data());     // dK = scale·dSᵀ·Q
         for (std::int64_t t = 0; t < S; ++t)
           for (std::int64_t d = 0; d < D; ++d) {
             T* row = dqkv + (b * S + t) * 3 * C;
-            row[h * D + d] = cpu::store<T>(a.scale * dq[static_cast<std::size_t>(t * D + d)]);
-            row[C + h * D + d] = cpu::store<T>(a.scale * dk[static_cast<std::size_t>(t * D + d)]);
-            row[2 * C + h * D + d] = cpu::store<T>(dv[static_cast<std::size_t>(t * D + d)]);
+            const auto td = static_cast<std::size_t>(t * D + d);
+            row[h * D + d] = cpu::store<T>(dq[td]);
+            row[C + h * D + d] = cpu::store<T>(dk[td]);
+            row[2 * C + h * D + d] = cpu::store<T>(dv[td]);
           }
       }
   });

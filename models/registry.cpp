@@ -1,6 +1,9 @@
 #include "models/registry.h"
 
+#include "models/gpt.h"
 #include "models/mlp.h"
+
+#include "kernels/attention.h"
 
 #include <fmt/format.h>
 
@@ -33,7 +36,7 @@ Activation parse_activation(const std::string& name) { return name == "gelu" ? A
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"mlp"}; }
+std::vector<std::string> model_names() { return {"mlp", "gpt"}; }
 
 void add_model_flags(CLI::App* t, ModelSpec& spec) {
   t->add_option("--model", spec.kind, "mlp (default) | gpt; each brings its training recipe (see docs/models.md)")
@@ -46,19 +49,41 @@ void add_model_flags(CLI::App* t, ModelSpec& spec) {
        "--activation", [&spec](const std::string& v) { spec.mlp.activation = parse_activation(v); }, "mlp: relu | gelu (tanh form)")
       ->check(CLI::IsMember({"relu", "gelu"}))
       ->default_str("relu");
+  // The GPT's.
+  const CLI::Validator count(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  t->add_option("--n-layer", spec.gpt.n_layer, "gpt: transformer blocks")->check(count);
+  t->add_option("--n-head", spec.gpt.n_head, "gpt: attention heads")->check(count);
+  t->add_option("--n-embd", spec.gpt.n_embd, "gpt: the residual stream's width (a multiple of --n-head)")->check(count);
+  t->add_option("--block-size", spec.gpt.block_size, "gpt: the context, in tokens")->check(count);
 }
 
-std::vector<std::pair<std::string, std::string>> recipe_flags(const std::string& kind) {
-  return {};
+std::vector<RecipeFlag> recipe_flags(const std::string& kind) {
+  if (kind != "gpt") return {};
+  return {{"--data", "shakespeare", ""},     {"--batch-size", "12", ""},       {"--steps", "2000", "--epochs"},
+          {"--lr", "1e-3", ""},              {"--warmup-steps", "100", ""},    {"--min-lr", "1e-4", ""},
+          {"--beta2", "0.99", ""},           {"--weight-decay", "0.1", ""},    {"--clip-grad-norm", "1.0", ""},
+          {"--eval-every", "500", ""},       {"--eval-batch-size", "64", ""}};
 }
 
 void validate_model(const ModelSpec& spec) {
-  HT_CHECK(spec.kind == "mlp", "--model: '{}' is not one of {}", spec.kind, fmt::join(model_names(), ", "));
+  if (spec.kind == "mlp") return;
+  HT_CHECK(spec.kind == "gpt", "--model: '{}' is not one of {}", spec.kind, fmt::join(model_names(), ", "));
+  const GptSpec& g = spec.gpt;
+  HT_CHECK(g.n_layer >= 1 && g.n_head >= 1 && g.n_embd >= 1 && g.block_size >= 1,
+           "--n-layer, --n-head, --n-embd and --block-size must be at least 1");
+  HT_CHECK(g.n_embd % g.n_head == 0, "--n-embd {} is not divisible by --n-head {}", g.n_embd, g.n_head);
+  HT_CHECK(g.n_embd / g.n_head <= kAttentionMaxHeadDim, "--n-embd {} / --n-head {} = heads of {} channels: the attention "
+           "kernels take heads of at most {}", g.n_embd, g.n_head, g.n_embd / g.n_head, kAttentionMaxHeadDim);
 }
 
 std::unique_ptr<Model> make_model(const ModelSpec& spec, const TaskInfo& task, ParamArena& arena) {
   validate_model(spec);
-  HT_CHECK(task.input == InputKind::features, "--model mlp reads features (--data fashion-mnist, idx:DIR, synthetic), not text");
+  if (spec.kind == "gpt") {
+    HT_CHECK(task.input == InputKind::tokens, "--model gpt reads text (--data shakespeare or text:FILE), not samples");
+    return std::make_unique<Gpt>(spec.gpt, task.classes, arena);
+  }
+  HT_CHECK(task.input == InputKind::features, "--model mlp reads samples (--data fashion-mnist, idx:DIR, synthetic), not "
+           "text; for text use --model gpt");
   return std::make_unique<Mlp>(spec.mlp, task.features, task.classes, arena);
 }
 
@@ -69,6 +94,11 @@ ModelSpec spec_from_config(const nlohmann::json& config, const std::string& what
     if (spec.kind == "mlp") {
       spec.mlp.hidden = config.at("hidden").get<std::vector<std::int64_t>>();
       spec.mlp.activation = parse_activation(config.at("activation").get<std::string>());
+    } else if (spec.kind == "gpt") {
+      spec.gpt.n_layer = config.at("n_layer").get<std::int64_t>();
+      spec.gpt.n_head = config.at("n_head").get<std::int64_t>();
+      spec.gpt.n_embd = config.at("n_embd").get<std::int64_t>();
+      spec.gpt.block_size = config.at("block_size").get<std::int64_t>();
     }
   } catch (const nlohmann::json::exception& e) {
     fail(fmt::format("{}: the model's config {} is incomplete ({})", what, config.dump(), e.what()));

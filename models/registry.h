@@ -21,9 +21,13 @@ std::vector<std::string> model_names();
 // Registers --model and every model's own flags on `command`, writing into `spec`.
 void add_model_flags(CLI::App* command, ModelSpec& spec);
 
-// The flags a model's training recipe sets when the command line does not ("--lr" -> "1e-3"):
-// the MLP's are halftape's defaults; the GPT's are nanoGPT's shakespeare_char recipe.
-std::vector<std::pair<std::string, std::string>> recipe_flags(const std::string& kind);
+// A flag a model's training recipe sets when the command line does not (nor `unless`, a flag
+// that takes its place: --epochs for --steps). The MLP's recipe is halftape's defaults; the
+// GPT's is nanoGPT's recipe for a small character model.
+struct RecipeFlag {
+  std::string flag, value, unless;
+};
+std::vector<RecipeFlag> recipe_flags(const std::string& kind);
 
 // Throws naming the flag when the spec cannot make a model (e.g. --n-embd not divisible by --n-head).
 void validate_model(const ModelSpec& spec);

