@@ -24,6 +24,7 @@ struct Command {
 
 Command add_train_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_sample_command(CLI::App& app);
 
 // Every option of `command` as a setting ("--lr" -> its value, given or default), in the order
 // they were registered, leaving out `local` ones that may differ between ranks (a rank's own

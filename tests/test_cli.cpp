@@ -1,5 +1,7 @@
 // `halftape` as a user runs it: bad input of every kind ends in exactly one clear error line
 // on stderr and a non-zero exit status, never a crash or a hang.
+#include "tests/gpt_helpers.h"
+
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -135,4 +137,42 @@ TEST_CASE("a tiny run succeeds and prints its summary", "[cli]") {
   CHECK(r.status == 0);
   CHECK(r.err.empty());
   CHECK(r.out.find("done: 3 steps") != std::string::npos);
+}
+
+TEST_CASE("gpt and sample: bad input gets one error line; the same seed gives the same text", "[cli][gpt]") {
+  const std::string text = ht::test::gpt_test_text_path();
+  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-gpt-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "empty.txt");
+  const std::string gpt = "train --model gpt --device cpu --steps 2 --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 ";
+  const std::string bare = "train --model gpt --device cpu --steps 2 --data text:" + text;
+  expect_one_error_line(bare + " --n-embd 100 --n-head 3", "--n-embd 100 is not divisible by --n-head 3");
+  expect_one_error_line(gpt + "--data text:" + (dir / "none.txt").string(), "none.txt: no such file");
+  expect_one_error_line(gpt + "--data text:" + (dir / "empty.txt").string(), "empty.txt is empty");
+  expect_one_error_line(bare + " --block-size 0", "--block-size");
+  expect_one_error_line(bare + " --block-size 60000", "--block-size 60000: a window of 60001 tokens is longer");
+  expect_one_error_line(gpt + "--data synthetic", "--model gpt reads text");
+  expect_one_error_line("train --model mlp --device cpu --steps 1 --data text:" + text, "--model mlp reads samples");
+  expect_one_error_line(gpt + "--data text:" + text + " --model bert", "--model");
+
+  // A tiny GPT to sample from, and an MLP checkpoint that is not one.
+  const std::string ckpt = (dir / "gpt").string(), mlp = (dir / "mlp").string();
+  REQUIRE(run_halftape(gpt + "--data text:" + text + " --save " + ckpt).status == 0);
+  REQUIRE(run_halftape("train --device cpu --data synthetic --synthetic-features 16 --hidden 8 --steps 1 --save " + mlp).status == 0);
+  const std::string sample = "sample --device cpu --resume " + ckpt + " --tokens 40 ";
+  const Result a = run_halftape(sample + "--prompt 'the king' --seed 7");
+  const Result b = run_halftape(sample + "--prompt 'the king' --seed 7");
+  const Result c = run_halftape(sample + "--prompt 'the king' --seed 8");
+  INFO(a.err);
+  CHECK(a.status == 0);
+  CHECK(a.out.rfind("the king", 0) == 0);
+  CHECK(a.out.size() > std::string("the king").size() + 20);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  expect_one_error_line(sample + "--prompt 'the king~'", "the character '~' is not in the model's vocabulary");
+  expect_one_error_line(sample + "--temperature -1", "--temperature must be a finite number >= 0");
+  expect_one_error_line("sample --resume " + (dir / "nothing").string(), "no such directory");
+  expect_one_error_line("sample --resume " + mlp, "holds a mlp model; sample needs a GPT");
+  fs::remove_all(dir);
 }

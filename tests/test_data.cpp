@@ -1,4 +1,5 @@
 // IDX files (raw and .gz), every malformation named; the synthetic set; DistributedSampler.
+#include "data/batches.h"
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/sampler.h"
@@ -161,4 +162,95 @@ TEST_CASE("sampler: DistributedSampler semantics", "[data]") {
       for (std::int32_t i : DistributedSampler(n, r, 2, 7, true).shard(2)) seen.insert(i);
     CHECK(seen.size() == 10);
   }
+}
+
+TEST_CASE("text: the vocabulary is the sorted distinct characters (UTF-8), 90% train and 10% validate", "[data]") {
+  TempDir dir;
+  // 20 characters, two of them two-byte: 'é' (U+00E9) and 'ü' (U+00FC).
+  const std::string text = "baca\xc3\xa9" "dd\xc3\xbc" "aaaabbbbcccc";
+  const std::string path = dir.write("t.txt", std::vector<std::uint8_t>(text.begin(), text.end()));
+  const DataSplit d = load_text(path, "text:" + path);
+  CHECK(d.is_text());
+  CHECK(d.eval_split() == "val");
+  CHECK(d.text.vocab == std::vector<std::string>{"a", "b", "c", "d", "\xc3\xa9", "\xc3\xbc"});
+  CHECK(d.task.classes == 6);
+  REQUIRE(d.text.train.size() == 18);  // int(20 · 0.9)
+  REQUIRE(d.text.val.size() == 2);
+  CHECK(std::vector<std::int32_t>(d.text.train.begin(), d.text.train.begin() + 8) == std::vector<std::int32_t>{1, 0, 2, 0, 4, 3, 3, 5});
+  CHECK(d.text.val == std::vector<std::int32_t>{2, 2});
+  // Bad input: one message naming the file and what is wrong.
+  const std::string bad = "ok\xff" "x";
+  CHECK_THROWS_WITH(load_text(dir.write("bad.txt", std::vector<std::uint8_t>(bad.begin(), bad.end())), "text:bad"),
+                    Catch::Contains("bad.txt: not UTF-8 text (a malformed byte sequence at byte 2)"));
+  CHECK_THROWS_WITH(load_text(dir.write("empty.txt", {}), "text:empty"), Catch::Contains("empty.txt is empty"));
+  CHECK_THROWS_WITH(load_text((dir.path / "none.txt").string(), "text:none"), Catch::Contains("none.txt: no such file"));
+  CHECK_THROWS_WITH(load_text(dir.write("short.txt", {'a', 'b', 'c'}), "text:short"), Catch::Contains("too short to split"));
+  CHECK_THROWS_WITH(load_text(dir.path.string(), "text:dir"), Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("text windows: contiguous as llm.c's loader, random ones seeded and resumable, ranks disjoint", "[data]") {
+  auto cpu = make_cpu_backend();
+  DataSplit d;
+  d.name = "text";
+  for (int i = 0; i < 1000; ++i) d.text.train.push_back(i % 251), d.text.val.push_back(i % 97);
+  d.text.vocab.assign(251, "x");
+  d.task = {InputKind::tokens, 0, 251, 999};
+  auto rows_of = [&](TrainingBatches& b, std::int64_t step, std::int64_t micro) {
+    DeviceStepState s;
+    s.steps_taken = step;  // steps done before this one
+    const Tensor cursor = cpu->buffer(sizeof(s));
+    cpu->upload(cursor.data(), &s, sizeof(s));
+    const Batch batch = b.micro_batch(micro, cursor.data_as<DeviceStepState>(), DType::f32);
+    return std::pair{download<std::int32_t>(*cpu, batch.input), download<std::int32_t>(*cpu, batch.targets)};
+  };
+  BatchConfig c{.batch_size = 3, .accum_steps = 2, .sequence_length = 8, .seed = 5, .shuffle = false};
+  auto contiguous = make_training_batches(*cpu, d, c);
+  CHECK(contiguous->rows_per_micro_batch() == 24);
+  CHECK(contiguous->unit() == "tokens");
+  // Micro-batch k = step·accum + micro reads tokens [k·24, k·24 + 25): inputs, and targets one on.
+  const auto [in, tgt] = rows_of(*contiguous, 1, 1);  // k = 3
+  for (int i = 0; i < 24; ++i) {
+    CHECK(in[static_cast<std::size_t>(i)] == (72 + i) % 251);
+    CHECK(tgt[static_cast<std::size_t>(i)] == (73 + i) % 251);
+  }
+  // ... wrapping after ⌊999 / 24⌋ = 41 micro-batches.
+  CHECK(rows_of(*contiguous, 41 / 2, 41 % 2).first[0] == 0);
+  // Two ranks read the micro-batches one process with twice the accumulation reads.
+  BatchConfig one = c, two = c;
+  one.accum_steps = 2;
+  two.accum_steps = 1;
+  two.world_size = 2;
+  for (bool shuffle : {false, true}) {
+    one.shuffle = two.shuffle = shuffle;
+    auto single = make_training_batches(*cpu, d, one);
+    two.rank = 0;
+    auto rank0 = make_training_batches(*cpu, d, two);
+    two.rank = 1;
+    auto rank1 = make_training_batches(*cpu, d, two);
+    for (std::int64_t step : {0, 3}) {
+      INFO("shuffle " << shuffle << " step " << step);
+      CHECK(rows_of(*single, step, 0) == rows_of(*rank0, step, 0));
+      CHECK(rows_of(*single, step, 1) == rows_of(*rank1, step, 0));
+      CHECK(rows_of(*rank0, step, 0) != rows_of(*rank1, step, 0));
+    }
+  }
+  // Random windows: a function of (seed, step, micro-batch): the same again, another elsewhere.
+  c.shuffle = true;
+  auto random = make_training_batches(*cpu, d, c);
+  CHECK(rows_of(*random, 7, 1) == rows_of(*random, 7, 1));
+  CHECK(rows_of(*random, 7, 1) != rows_of(*random, 8, 1));
+  // Evaluation: the first non-overlapping windows of the validation text, split between ranks.
+  BatchConfig e = c;
+  e.eval_windows = 100;
+  e.eval_batch_size = 50;
+  auto eval = make_eval_batches(*cpu, d, e);
+  CHECK(eval->total_rows() == 100 * 8);  // min(--eval-windows 100, the 124 that fit) windows of 8
+  REQUIRE(eval->batches() == 2);
+  const Batch first = eval->batch(1, DType::f32);  // windows 50..99
+  const auto eval_in = download<std::int32_t>(*cpu, first.input);
+  CHECK(eval_in[0] == (50 * 8) % 97);
+  // A window longer than the text: one message naming the flag.
+  c.sequence_length = 1000;
+  CHECK_THROWS_WITH(make_training_batches(*cpu, d, c), Catch::Contains("--block-size 1000") && Catch::Contains("longer than the "
+                                                                                                              "training text"));
 }

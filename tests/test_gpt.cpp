@@ -1,0 +1,108 @@
+// The GPT through the whole trainer: the emulator follows the CPU reference, a resumed run
+// continues bit for bit, a CUDA graph replays the step exactly, and the checkpoint is nanoGPT's.
+#include "engine/checkpoint.h"
+#include "engine/safetensors.h"
+#include "tests/gpt_helpers.h"
+#include "tests/helpers.h"
+#include "tests/train_helpers.h"
+
+#include <bit>
+#include <filesystem>
+#include <fstream>
+
+using namespace ht;
+using namespace ht::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("gpt: --device simt follows --device cpu: fp32 losses within 1e-4 over 3 steps; fp16 and bf16 run", "[device-training][gpt]") {
+  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) {
+    TrainConfig c = gpt_config(p);
+    c.steps = 3;
+    const TrainRun cpu = train_in_process(c, DeviceChoice::cpu);
+    for (DeviceChoice d : gpu_devices()) {
+      const TrainRun gpu = train_in_process(c, d);
+      INFO(precision_name(p));
+      REQUIRE(gpu.summary.steps.size() == 3);
+      for (std::size_t i = 0; i < 3; ++i) {
+        const float want = cpu.summary.steps[i].record.loss, got = gpu.summary.steps[i].record.loss;
+        CHECK(std::isfinite(got));
+        // fp32: the same math up to summation order; 16-bit: up to where an ulp of rounding tips.
+        CHECK(std::fabs(got - want) <= (p == Precision::fp32 ? 1e-4 : 2e-2) * std::fabs(want));
+      }
+    }
+  }
+}
+
+TEST_CASE("gpt: 3 steps + resume + 3 equal 6 straight, bit for bit (fp16, accumulation, random windows)", "[reliability][gpt]") {
+  for (DeviceChoice d : cpu_and_simt()) {
+    const fs::path root = unique_temp_path("halftape-gpt-resume");
+    TrainConfig c = gpt_config(Precision::fp16);
+    c.steps = 6;
+    c.accum_steps = 2;
+    c.schedule.kind = LrSchedule::cosine;
+    c.inject_overflow = parse_overflow_injections("2,5");
+    const TrainRun straight = train_in_process(c, d);
+    TrainConfig first = c;
+    first.stop_after = 3;
+    first.save_dir = root.string();
+    train_in_process(first, d);
+    TrainConfig second = c;
+    second.resume = root.string();
+    const TrainRun resumed = train_in_process(second, d);
+    INFO(device_name(d == DeviceChoice::cpu ? Device::cpu : Device::simt));
+    CHECK(resumed.master == straight.master);
+    REQUIRE(resumed.summary.steps.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(std::bit_cast<std::uint32_t>(resumed.summary.steps[i].record.loss) ==
+            std::bit_cast<std::uint32_t>(straight.summary.steps[i + 3].record.loss));
+    fs::remove_all(root);
+  }
+}
+
+TEST_CASE("gpt: the step captured as a CUDA graph replays exactly as it runs eagerly", "[device-training][gpt]") {
+  for (DeviceChoice d : gpu_devices()) {
+    TrainConfig c = gpt_config(Precision::fp16);
+    c.steps = 6;
+    const TrainRun eager = train_in_process(c, d);
+    c.cuda_graph = true;
+    const TrainRun graph = train_in_process(c, d);
+    CHECK(graph.master == eager.master);
+    for (std::size_t i = 0; i < 6; ++i) CHECK(graph.summary.steps[i].record.loss == eager.summary.steps[i].record.loss);
+  }
+}
+
+TEST_CASE("gpt: the checkpoint has nanoGPT's names and shapes, the tied table once, the config and vocabulary", "[gpt]") {
+  const fs::path root = unique_temp_path("halftape-gpt-names");
+  TrainConfig c = gpt_config(Precision::fp32);
+  c.model.gpt = {.n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8};
+  c.steps = 1;
+  c.save_dir = root.string();
+  train_in_process(c);
+  std::ifstream in(root / "step-00000001" / "model.safetensors", std::ios::binary);
+  const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const SafeTensorsFile f = decode_safetensors(bytes, "model.safetensors");
+  const std::int64_t V = static_cast<std::int64_t>(gpt_test_text_vocab().size()), C = 16;
+  std::map<std::string, std::vector<std::int64_t>> want = {{"transformer.wte.weight", {V, C}}, {"transformer.wpe.weight", {8, C}},
+                                                           {"transformer.ln_f.weight", {C}},   {"transformer.ln_f.bias", {C}}};
+  for (int l = 0; l < 2; ++l) {
+    const std::string h = fmt::format("transformer.h.{}.", l);
+    for (const char* ln : {"ln_1", "ln_2"}) want[h + ln + ".weight"] = {C}, want[h + ln + ".bias"] = {C};
+    want[h + "attn.c_attn.weight"] = {3 * C, C}, want[h + "attn.c_attn.bias"] = {3 * C};
+    want[h + "attn.c_proj.weight"] = {C, C}, want[h + "attn.c_proj.bias"] = {C};
+    want[h + "mlp.c_fc.weight"] = {4 * C, C}, want[h + "mlp.c_fc.bias"] = {4 * C};
+    want[h + "mlp.c_proj.weight"] = {C, 4 * C}, want[h + "mlp.c_proj.bias"] = {C};
+  }
+  REQUIRE(f.tensors.size() == want.size());  // no lm_head: tied, stored once as the token table
+  for (const auto& [name, shape] : want) {
+    INFO(name);
+    REQUIRE(f.tensors.count(name));
+    CHECK(f.tensors.at(name).shape == shape);
+    CHECK(f.tensors.at(name).dtype == "F32");
+  }
+  const nlohmann::json config = nlohmann::json::parse(f.metadata.at("model"));
+  CHECK(config == nlohmann::json{{"model", "gpt"}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 16}, {"block_size", 8}, {"vocab_size", V}});
+  std::string vocab;
+  for (const std::string& ch : gpt_test_text_vocab()) vocab += ch;
+  CHECK(f.metadata.at("vocab") == vocab);
+  fs::remove_all(root);
+}
