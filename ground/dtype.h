@@ -33,6 +33,14 @@ std::optional<DType> parse_dtype(std::string_view name);   // the float types, i
 
 constexpr std::uint16_t canonical_nan16 = 0x7fff;
 
+// `a` where `condition`, else `b`, by masking: what a compiler vectorises (a ternary on a
+// comparison it turns into a branch here).
+constexpr std::uint32_t select_bits(bool condition, std::uint32_t a, std::uint32_t b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
+  return (a & mask) | (b & ~mask);
+}
+
+
 // Branch-free (selects only) so that loops over it vectorise on the CPU backend.
 constexpr std::uint16_t f32_to_f16_bits(float value) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
@@ -73,10 +81,39 @@ constexpr float f16_bits_to_f32(std::uint16_t h) {
   return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
+// The same widening without branches or a loop (integer selects only), so that loops over fp16
+// data vectorise on the CPU: the exponent and mantissa move into place as a float and one exact
+// multiplication by 2^112 re-biases the exponent - subnormals included, since a float subnormal
+// times a power of two is exact; inf and NaN are patched in after. Bit-identical to
+// f16_bits_to_f32 on every one of the 65,536 patterns (tested).
+constexpr float f16_bits_to_f32_wide(std::uint16_t h) {
+  const std::uint32_t em = h & 0x7fffu;
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t finite = std::bit_cast<std::uint32_t>(std::bit_cast<float>(em << 13) * 0x1p112f) | sign;
+  const std::uint32_t special = select_bits(em > 0x7c00u, 0x7fffffffu, sign | 0x7f800000u);  // NaN (canonical) or inf
+  return std::bit_cast<float>(select_bits(em >= 0x7c00u, special, finite));
+}
+
+// f32_to_f16_bits without per-element shifts, so that it vectorises: a subnormal result comes
+// from adding 0.5 (the float whose ulp is the fp16 subnormal step), which rounds to nearest even
+// in the float adder; a normal one from re-biasing the exponent and rounding the 13 dropped bits
+// to nearest even. Bit-identical to f32_to_f16_bits on all 2^32 inputs (checked exhaustively
+// when written; a test checks a sweep).
+constexpr std::uint16_t f32_to_f16_bits_wide(float value) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t ax = x & 0x7fffffffu;
+  const std::uint32_t subnormal = std::bit_cast<std::uint32_t>(std::bit_cast<float>(ax) + 0.5f) - 0x3f000000u;
+  const std::uint32_t normal = (ax + 0x0fffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13;
+  std::uint32_t magnitude = select_bits(ax < 0x38800000u, subnormal, normal);
+  magnitude = select_bits(ax >= 0x477ff000u, 0x7c00u, magnitude);
+  return static_cast<std::uint16_t>(select_bits(ax > 0x7f800000u, canonical_nan16, sign | magnitude));
+}
+
 constexpr std::uint16_t f32_to_bf16_bits(float value) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return canonical_nan16;
-  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(select_bits((x & 0x7fffffffu) > 0x7f800000u, canonical_nan16, rounded));
 }
 
 // A shift, as on the GPU: a NaN keeps its payload (cuda_bf16.h does the same on the host).

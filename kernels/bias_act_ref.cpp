@@ -12,7 +12,9 @@ namespace {
 // straight-line code the compiler vectorises (no switch per element).
 template <class F> void with_activation(Activation act, F&& f) {
   switch (act) {
-    case Activation::relu: f([](float x) { return x > 0.0f ? x : 0.0f; }, [](float s) { return s > 0.0f ? 1.0f : 0.0f; }); return;
+    case Activation::relu:  // (as x > 0 ? x : 0, written as a select so that it vectorises)
+      f([](float x) { return select_if(!(x > 0.0f), 0.0f, x); }, [](float s) { return select_if(s > 0.0f, 1.0f, 0.0f); });
+      return;
     case Activation::gelu: f([](float x) { return gelu(x); }, [](float s) { return gelu_derivative(s); }); return;
     default: f([](float x) { return x; }, [](float) { return 1.0f; }); return;
   }
@@ -35,12 +37,12 @@ void bias_act_ref(const BiasActArgs& a) {
         const std::int64_t row = r * a.cols;
         if (pre) {
           for (std::int64_t c = 0; c < a.cols; ++c) {
-            const T z = cpu::store<T>(acc[row + c] + b[c]);
-            pre[row + c] = z;
-            out[row + c] = cpu::store<T>(act(cpu::load(z)));
+            const float z = cpu::rounded<T>(acc[row + c] + b[c]);
+            cpu::put(pre + row + c, z);
+            cpu::put(out + row + c, act(z));
           }
         } else {
-          for (std::int64_t c = 0; c < a.cols; ++c) out[row + c] = cpu::store<T>(act(cpu::load(cpu::store<T>(acc[row + c] + b[c]))));
+          for (std::int64_t c = 0; c < a.cols; ++c) cpu::put(out + row + c, act(cpu::rounded<T>(acc[row + c] + b[c])));
         }
       }
     });
@@ -54,7 +56,7 @@ void act_backward_ref(const ActBackwardArgs& a) {
     const T* __restrict saved = static_cast<const T*>(a.saved);
     T* __restrict dpre = static_cast<T*>(a.dpre);
     with_activation(a.act, [&](auto, auto derivative) {
-      for (std::int64_t i = 0; i < a.n; ++i) dpre[i] = cpu::store<T>(cpu::load(dout[i]) * derivative(cpu::load(saved[i])));
+      for (std::int64_t i = 0; i < a.n; ++i) cpu::put(dpre + i, cpu::load(dout[i]) * derivative(cpu::load(saved[i])));
     });
   });
 }

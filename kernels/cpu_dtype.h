@@ -10,16 +10,24 @@
 namespace ht::cpu {
 
 inline float load(float v) { return v; }
-// fp16 widening by table: 256 KiB, exact (built from f16_bits_to_f32), several times faster
-// than the bit manipulation in the GEMM operand widening and the element-wise kernels.
-extern const float* const f16_to_f32_table;
-inline float load(f16 v) { return f16_to_f32_table[v.bits]; }
+// Branch-free fp16 conversions (ground/dtype.h), bit-identical to the reference ones: loops over
+// fp16 data vectorise.
+inline float load(f16 v) { return f16_bits_to_f32_wide(v.bits); }
 inline float load(bf16 v) { return static_cast<float>(v); }
 
 template <class T> T store(float v);
 template <> inline float store<float>(float v) { return v; }
-template <> inline f16 store<f16>(float v) { return f16::from(v); }
+template <> inline f16 store<f16>(float v) { return f16{f32_to_f16_bits_wide(v)}; }  // (vectorises)
 template <> inline bf16 store<bf16>(float v) { return bf16::from(v); }
+
+// v rounded to T's precision, as a float (load(store<T>(v))).
+template <class T> inline float rounded(float v) { return load(store<T>(v)); }
+
+// Stores v rounded to T at p as a scalar write (of the 16-bit pattern): an aggregate copy of
+// the f16/bf16 struct would stop the loop around it from vectorising.
+inline void put(float* p, float v) { *p = v; }
+inline void put(f16* p, float v) { p->bits = f32_to_f16_bits_wide(v); }
+inline void put(bf16* p, float v) { p->bits = f32_to_bf16_bits(v); }
 
 // Calls f(std::type_identity<T>{}) with T the storage type of `t`.
 template <class F> decltype(auto) dispatch(DType t, F&& f) {

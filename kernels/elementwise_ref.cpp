@@ -57,17 +57,3 @@ void sum_ref(const SumArgs& a) {
 }
 
 }  // namespace ht
-
-namespace ht::cpu {
-
-namespace {
-const float* build_f16_table() {
-  static float table[65536];
-  for (std::uint32_t b = 0; b < 65536; ++b) table[b] = f16_bits_to_f32(static_cast<std::uint16_t>(b));
-  return table;
-}
-}  // namespace
-
-const float* const f16_to_f32_table = build_f16_table();
-
-}  // namespace ht::cpu

@@ -105,6 +105,29 @@ TEST_CASE("bf16: all 65536 patterns decode exactly, round-trip, and round to nea
   exhaustive(kBf16);
 }
 
+TEST_CASE("fp16: the branch-free narrowing the CPU kernels use equals the reference, bit for bit (a sweep of 2^32)", "[dtype]") {
+  // Every 251st of the 2^32 fp32 patterns (all exponents, signs, NaN payloads), and every pattern
+  // near the subnormal, normal and overflow boundaries. (Exhaustively equal when written.)
+  auto same = [](std::uint32_t b) {
+    const float f = std::bit_cast<float>(b);
+    return f32_to_f16_bits_wide(f) == f32_to_f16_bits(f);
+  };
+  std::uint64_t bad = 0;
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 251) bad += !same(static_cast<std::uint32_t>(b));
+  for (std::uint32_t boundary : {0x33000000u, 0x38800000u, 0x477fe000u, 0x477ff000u, 0x7f800000u})
+    for (std::uint32_t sign : {0u, 0x80000000u})
+      for (std::uint32_t d = 0; d < 1u << 16; ++d) bad += !same((boundary - (1u << 15) + d) | sign);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("fp16: the branch-free widening the CPU kernels use equals the reference on all 65536 patterns, bit for bit", "[dtype]") {
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    INFO("pattern 0x" << std::hex << b);
+    REQUIRE(std::bit_cast<std::uint32_t>(f16_bits_to_f32_wide(h)) == std::bit_cast<std::uint32_t>(f16_bits_to_f32(h)));
+  }
+}
+
 TEST_CASE("fp16/bf16: random fp32 inputs match the double-precision reference", "[dtype]") {
   Rng rng(7);
   for (int i = 0; i < 200000; ++i) {
