@@ -78,6 +78,12 @@ const std::map<std::string, Benchmark>& registry();  // name -> benchmark, for `
 // Human-readable table of the results.
 std::string format_table(const Harness& h);
 
+// Runs a PyTorch baseline command (scripts/pytorch_baseline.py) for the harness's device, with
+// the harness's repeats and warm-up, and returns its JSON; throws naming the command on failure.
+nlohmann::json run_pytorch_baseline(const std::string& command, const Harness& h);
+// The training steps both ran, side by side: halftape's and PyTorch's median and their ratio.
+std::string format_side_by_side(const Harness& h, const nlohmann::json& baseline);
+
 // Default sizes: "a few hundred MB" on a GPU, small on the CPU, tiny on the emulator.
 std::int64_t default_elements(const Harness& h);
 

@@ -7,6 +7,7 @@ const std::map<std::string, Benchmark>& registry() {
                                                              {"gemm", bench_gemm},
                                                              {"linear", bench_linear},
                                                              {"allreduce", bench_allreduce},
+                                                             {"transformer", bench_transformer},
                                                              {"train", bench_train}};
   return r;
 }

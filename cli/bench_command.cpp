@@ -21,7 +21,7 @@ std::vector<std::string> benchmark_names() {
 
 struct BenchFlags {
   std::vector<std::string> names;
-  std::string device = "auto", json, comm = "auto";
+  std::string device = "auto", json, comm = "auto", pytorch;
   double comm_timeout = 300;
   bench::Options options;
 };
@@ -40,12 +40,20 @@ int run_bench(const BenchFlags& f, const MpiWorld* world) {
     json.open(f.json, std::ios::out | std::ios::trunc);
     HT_CHECK(json.good(), "--json {}: cannot open for writing", f.json);
   }
+  HT_CHECK(f.pytorch.empty() || backend->device() != Device::simt,
+           "--pytorch: PyTorch runs on the CPU or a GPU; beside the emulator its numbers would compare nothing");
   bench::Harness harness(*backend, *comm, f.options);
   for (const std::string& n : names) bench::registry().at(n)(harness);
   if (!rank0) return 0;
   std::cout << bench::format_table(harness) << std::flush;
+  nlohmann::json out = harness.to_json();
+  if (!f.pytorch.empty()) {
+    const nlohmann::json baseline = bench::run_pytorch_baseline(f.pytorch, harness);
+    std::cout << bench::format_side_by_side(harness, baseline) << std::flush;
+    out["baselines"] = nlohmann::json::array({baseline});
+  }
   if (json.is_open()) {
-    json << harness.to_json().dump(2) << '\n';
+    json << out.dump(2) << '\n';
     HT_CHECK(json.flush().good(), "--json {}: write failed", f.json);
   }
   return 0;
@@ -67,9 +75,12 @@ Command add_bench_command(CLI::App& app) {
   b->add_flag("--quick", f.options.quick, "tiny sizes: a smoke test");
   b->add_option("--filter", f.options.filter, "only results whose name contains this");
   b->add_option("--json", f.json, "write the results as JSON to FILE");
+  b->add_option("--pytorch", f.pytorch,
+                "also run this PyTorch baseline command on the same device and set its training steps beside halftape's, "
+                "e.g. '/usr/bin/python3 scripts/pytorch_baseline.py'");
   b->add_option("--comm", f.comm, "transport under mpirun: auto | mpi | nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   b->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take")->check(CLI::Range(0.001, 1e7));
-  return {[b] { return option_settings(*b, {"--json", "--comm-timeout"}); },
+  return {[b] { return option_settings(*b, {"--json", "--comm-timeout", "--pytorch"}); },
           [flags](const MpiWorld* world) { return run_bench(*flags, world); }};
 }
 

@@ -57,7 +57,7 @@ def markdown(runs):
 def versus_pytorch(runs, baselines):
     """halftape's train-step results beside PyTorch's (scripts/pytorch_baseline.py), by name."""
     lines = ["### halftape vs PyTorch AMP: one training step\n",
-             "Same MLP, batch, AdamW, precision; PyTorch with torch.amp autocast + GradScaler. "
+             "Same model (MLP or GPT), batch, AdamW, precision; PyTorch with torch.amp autocast + GradScaler. "
              "Median step time; the ratio is PyTorch's time over halftape's (> 1: halftape faster).\n",
              "| step | halftape ms | PyTorch eager ms | ratio | torch.compile ms | ratio |",
              "|---|---:|---:|---:|---:|---:|"]
@@ -87,7 +87,7 @@ def plots(runs, out_dir):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for data in runs:
-        for group in ("memory", "gemm", "linear", "allreduce", "train"):
+        for group in ("memory", "gemm", "linear", "attention", "allreduce", "train"):
             rows = [r for r in data["results"] if r["group"] == group]
             if not rows:
                 continue
@@ -117,6 +117,7 @@ def main():
     loaded = [json.loads(pathlib.Path(p).read_text()) for p in args.files]
     runs = [d for d in loaded if d.get("framework") != "pytorch"]
     baselines = [d for d in loaded if d.get("framework") == "pytorch"]
+    baselines += [b for d in runs for b in d.get("baselines", [])]  # from `halftape bench --pytorch`
     text = markdown(runs)
     if baselines:
         text += "\n" + versus_pytorch(runs, baselines)

@@ -9,3 +9,13 @@ trap 'rm -rf "$out"' EXIT
 /usr/bin/python3 "$(dirname "$0")/../scripts/bench_report.py" --validate "$out/bench.json"
 /usr/bin/python3 "$(dirname "$0")/../scripts/bench_report.py" "$out/bench.json" --markdown "$out/report.md" --plots "$out"
 test -s "$out/report.md"
+grep -q "^attention fwd" "$out/table.txt" || { echo "bench all ran no transformer benchmark"; exit 1; }
+
+# PyTorch beside halftape (CPU only: the CPU baseline is what every machine can run).
+if [[ $device == cpu ]]; then
+  "$binary" bench train --device cpu --quick --repeats 3 --warmup 1 --json "$out/side.json" \
+    --pytorch "/usr/bin/python3 $(dirname "$0")/../scripts/pytorch_baseline.py --threads 1" >"$out/side.txt"
+  /usr/bin/python3 "$(dirname "$0")/../scripts/bench_report.py" --validate "$out/side.json"
+  rows=$(grep -c "^train step .* fp32 .*x$" "$out/side.txt" || true)
+  [[ $rows -ge 2 ]] || { echo "side-by-side table has $rows rows, expected both models"; cat "$out/side.txt"; exit 1; }
+fi
