@@ -15,7 +15,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/halftape/bin" "$stage/halftape/lib" "$stage/halftape/scripts" "$stage/halftape/bench"
 cp build-gpu/halftape build-gpu/tests/halftape_tests "$stage/halftape/bin/"
-cp scripts/bench_report.py scripts/pytorch_baseline.py scripts/plot_metrics.py "$stage/halftape/scripts/"
+cp scripts/bench_report.py scripts/pytorch_baseline.py scripts/plot_metrics.py scripts/nanogpt.py scripts/gpt_reference.py \
+   "$stage/halftape/scripts/"
+# The GPT's corpus (scripts/setup.sh builds it here); the GPU machine has no Debian datasets.
+mkdir -p "$stage/halftape/data"
+cp /usr/share/datasets/shakespeare/shakespeare.txt "$stage/halftape/data/"
 cp bench/schema.json "$stage/halftape/bench/"
 # Every shared library the binaries use, except the C/C++ runtime and the CUDA libraries
 # (the GPU machine has its own, matched to its driver).

@@ -3,9 +3,11 @@
 #   1. binaries: unpacked from .gpu-bundle/bundle.tar.gz (scripts/gpu-bundle.sh, made on a
 #      machine without a GPU), or built here (Release, sm_90) when the Debian dependencies are;
 #   2. the facts: GPU, driver, CUDA, and that every library resolves;
-#   3. the test suite on --device cuda (kernels, GEMM, training vs the CPU reference, CUDA
-#      graphs), and short training runs through every GEMM path, --cuda-graph and NCCL;
-#   4. every benchmark (halftape bench all) and PyTorch AMP's baseline on the same steps;
+#   3. the test suite on --device cuda (kernels, GEMM, attention, training vs the CPU reference,
+#      CUDA graphs), short MLP runs through every GEMM path, --cuda-graph and NCCL, and the GPT:
+#      300 steps on Shakespeare in fp16 and bf16 (graph), its validation loss recomputed by
+#      PyTorch from the checkpoint, and a sample;
+#   4. every benchmark (halftape bench all) with PyTorch AMP's baseline beside it in the same run;
 #   5. the report: gpu-report.md, bench.json, pytorch.json, log.txt and plots in $OUT (or
 #      ./gpu-report), ready to be committed as docs/benchmarks.md with the date and commit.
 set -uo pipefail
@@ -32,6 +34,7 @@ if [[ -f .gpu-bundle/bundle.tar.gz ]]; then
   tar xzf .gpu-bundle/bundle.tar.gz -C "$root"
   root=$root/halftape
   bin=$root/bin/halftape tests=$root/bin/halftape_tests scripts=$root/scripts
+  corpus=$root/data/shakespeare.txt
   commit=$(cat "$root/COMMIT")
   # The CUDA libraries of this machine: its toolkit, and the nvidia-* Python packages PyTorch uses.
   cuda_libs=$(python3 - <<'PY' 2>/dev/null
@@ -54,6 +57,7 @@ else
   say "no .gpu-bundle: building here (needs scripts/setup.sh's packages)"
   run "build (Release, sm_90)" 600 scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DHALFTAPE_SIMT=OFF
   bin=$repo/build/halftape tests=$repo/build/tests/halftape_tests scripts=$repo/scripts
+  corpus=/usr/share/datasets/shakespeare/shakespeare.txt
   commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
 
@@ -70,7 +74,7 @@ fi
 
 if [[ ${#failures[@]} -eq 0 ]]; then
   step "tests on cuda"
-  run "unit and kernel tests (cuda vs the CPU reference)" 240 "$tests" "[dtype],[kernels],[gemm],[device-training],[graph],[scaler],[optim],[gradcheck]"
+  run "unit and kernel tests (cuda vs the CPU reference)" 240 "$tests" "[dtype],[kernels],[gemm],[device-training],[graph],[scaler],[optim],[gradcheck],[gpt]"
   synthetic=(train --device cuda --data synthetic --synthetic-features 784 --steps 200 --log-every 50)
   run "train fp16 --gemm native" 60 "$bin" "${synthetic[@]}" --gemm native
   run "train fp16 --gemm cublas" 60 "$bin" "${synthetic[@]}" --gemm cublas
@@ -79,14 +83,35 @@ if [[ ${#failures[@]} -eq 0 ]]; then
   run "train fp16 --init-scale 2^24 (overflows, backs off)" 60 "$bin" "${synthetic[@]}" --init-scale 16777216
   run "train through NCCL (one rank, buckets)" 60 "$bin" "${synthetic[@]}" --comm nccl --bucket-mb 0.25
 
+  step "the GPT on Shakespeare"
+  torch_cuda=$(python3 -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
+  gpt=(train --device cuda --model gpt --data "text:$corpus" --steps 300 --warmup-steps 30 --eval-every 300 --log-every 100
+       --no-progress)
+  run "train gpt fp16 (300 steps)" 120 "$bin" "${gpt[@]}" --save "$out/gpt-fp16" --metrics "$out/gpt-fp16.jsonl"
+  run "train gpt bf16 --cuda-graph (300 steps)" 120 "$bin" "${gpt[@]}" --precision bf16 --cuda-graph --save "$out/gpt-bf16"
+  if python3 -c "import torch" 2>/dev/null; then
+    say "\$ python3 gpt_reference.py eval --checkpoint $out/gpt-fp16 --data $corpus"
+    if timeout 300 python3 "$scripts/gpt_reference.py" eval --checkpoint "$out/gpt-fp16" --data "$corpus" \
+         >"$out/gpt-fp16-eval.json" 2>>"$log"; then
+      say "ok   PyTorch recomputes the fp16 GPT's validation loss"
+    else
+      say "FAIL PyTorch recomputes the fp16 GPT's validation loss"; failures+=("gpt eval")
+    fi
+  else
+    say "skipped: PyTorch is not available here, so the GPT's loss is not recomputed"
+  fi
+  run "sample from the fp16 GPT" 60 "$bin" sample --device cuda --resume "$out/gpt-fp16" --tokens 200 --seed 1
+  rm -rf "$out/gpt-fp16" "$out/gpt-bf16"  # the checkpoints are not part of the report
+
   step "benchmarks"
-  run "halftape bench all" 300 "$bin" bench all --device cuda --json "$out/bench.json"
-  run "halftape bench allreduce (NCCL, one rank)" 60 "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
-  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    run "PyTorch AMP baseline" 240 python3 "$scripts/pytorch_baseline.py" --json "$out/pytorch.json"
+  if [[ $torch_cuda == 1 ]]; then
+    run "halftape bench all, PyTorch AMP beside it" 420 "$bin" bench all --device cuda --json "$out/bench.json" \
+      --pytorch "python3 $scripts/pytorch_baseline.py"
   else
     say "skipped: PyTorch with CUDA is not available here, so no baseline"
+    run "halftape bench all" 300 "$bin" bench all --device cuda --json "$out/bench.json"
   fi
+  run "halftape bench allreduce (NCCL, one rank)" 60 "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
 fi
 
 step "report"
@@ -103,8 +128,12 @@ step "report"
   echo
   grep -E '^(ok|FAIL) ' "$log" | sed 's/^/- /'
   echo
+  if [[ -s $out/gpt-fp16-eval.json ]]; then
+    echo "GPT fp16, 300 steps: halftape's last validation loss $(grep -o '"val_loss": *[0-9.]*' "$out/gpt-fp16.jsonl" | tail -1 | grep -o '[0-9.]*$'); PyTorch recomputes $(grep -o '"val_loss": *[0-9.]*' "$out/gpt-fp16-eval.json" | grep -o '[0-9.]*$') from the checkpoint."
+    echo
+  fi
   reports=()
-  for f in "$out/bench.json" "$out/bench-nccl.json" "$out/pytorch.json"; do [[ -s $f ]] && reports+=("$f"); done
+  for f in "$out/bench.json" "$out/bench-nccl.json"; do [[ -s $f ]] && reports+=("$f"); done
   if ((${#reports[@]})); then
     echo "## Benchmarks"
     echo
