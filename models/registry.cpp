@@ -1,80 +1,10 @@
+// The half of the registry that makes models (registry_flags.cpp holds the flags and checks).
 #include "models/registry.h"
 
 #include "models/gpt.h"
 #include "models/mlp.h"
 
-#include "kernels/attention.h"
-
-#include <fmt/format.h>
-
-#include <charconv>
-
 namespace ht {
-
-namespace {
-
-// "512,512" -> {512, 512}; every entry a whole number in [1, 2^24].
-std::vector<std::int64_t> parse_hidden(const std::string& spec) {
-  std::vector<std::int64_t> sizes;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string_view item(spec.data() + pos, comma - pos);
-    std::int64_t v = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1 || v > (1 << 24))
-      throw CLI::ValidationError("--hidden", fmt::format("'{}' in '{}' is not a layer size (a whole number in [1, 16777216])",
-                                                         item, spec));
-    sizes.push_back(v);
-    if (comma == spec.size()) break;
-    pos = comma + 1;
-  }
-  return sizes;
-}
-
-Activation parse_activation(const std::string& name) { return name == "gelu" ? Activation::gelu : Activation::relu; }
-
-}  // namespace
-
-std::vector<std::string> model_names() { return {"mlp", "gpt"}; }
-
-void add_model_flags(CLI::App* t, ModelSpec& spec) {
-  t->add_option("--model", spec.kind, "mlp (default) | gpt; each brings its training recipe (see docs/models.md)")
-      ->check(CLI::IsMember(model_names()));
-  // The MLP's.
-  t->add_option_function<std::string>(
-       "--hidden", [&spec](const std::string& v) { spec.mlp.hidden = parse_hidden(v); }, "mlp: hidden layer sizes, comma-separated")
-      ->default_str("512,512");
-  t->add_option_function<std::string>(
-       "--activation", [&spec](const std::string& v) { spec.mlp.activation = parse_activation(v); }, "mlp: relu | gelu (tanh form)")
-      ->check(CLI::IsMember({"relu", "gelu"}))
-      ->default_str("relu");
-  // The GPT's.
-  const CLI::Validator count(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
-  t->add_option("--n-layer", spec.gpt.n_layer, "gpt: transformer blocks")->check(count);
-  t->add_option("--n-head", spec.gpt.n_head, "gpt: attention heads")->check(count);
-  t->add_option("--n-embd", spec.gpt.n_embd, "gpt: the residual stream's width (a multiple of --n-head)")->check(count);
-  t->add_option("--block-size", spec.gpt.block_size, "gpt: the context, in tokens")->check(count);
-}
-
-std::vector<RecipeFlag> recipe_flags(const std::string& kind) {
-  if (kind != "gpt") return {};
-  return {{"--data", "shakespeare", ""},     {"--batch-size", "12", ""},       {"--steps", "2000", "--epochs"},
-          {"--lr", "1e-3", ""},              {"--warmup-steps", "100", ""},    {"--min-lr", "1e-4", ""},
-          {"--beta2", "0.99", ""},           {"--weight-decay", "0.1", ""},    {"--clip-grad-norm", "1.0", ""},
-          {"--eval-every", "500", ""},       {"--eval-batch-size", "64", ""}};
-}
-
-void validate_model(const ModelSpec& spec) {
-  if (spec.kind == "mlp") return;
-  HT_CHECK(spec.kind == "gpt", "--model: '{}' is not one of {}", spec.kind, fmt::join(model_names(), ", "));
-  const GptSpec& g = spec.gpt;
-  HT_CHECK(g.n_layer >= 1 && g.n_head >= 1 && g.n_embd >= 1 && g.block_size >= 1,
-           "--n-layer, --n-head, --n-embd and --block-size must be at least 1");
-  HT_CHECK(g.n_embd % g.n_head == 0, "--n-embd {} is not divisible by --n-head {}", g.n_embd, g.n_head);
-  HT_CHECK(g.n_embd / g.n_head <= kAttentionMaxHeadDim, "--n-embd {} / --n-head {} = heads of {} channels: the attention "
-           "kernels take heads of at most {}", g.n_embd, g.n_head, g.n_embd / g.n_head, kAttentionMaxHeadDim);
-}
 
 std::unique_ptr<Model> make_model(const ModelSpec& spec, const TaskInfo& task, ParamArena& arena) {
   validate_model(spec);
@@ -85,26 +15,6 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec, const TaskInfo& task, P
   HT_CHECK(task.input == InputKind::features, "--model mlp reads samples (--data fashion-mnist, idx:DIR, synthetic), not "
            "text; for text use --model gpt");
   return std::make_unique<Mlp>(spec.mlp, task.features, task.classes, arena);
-}
-
-ModelSpec spec_from_config(const nlohmann::json& config, const std::string& what) {
-  ModelSpec spec;
-  try {
-    spec.kind = config.at("model").get<std::string>();
-    if (spec.kind == "mlp") {
-      spec.mlp.hidden = config.at("hidden").get<std::vector<std::int64_t>>();
-      spec.mlp.activation = parse_activation(config.at("activation").get<std::string>());
-    } else if (spec.kind == "gpt") {
-      spec.gpt.n_layer = config.at("n_layer").get<std::int64_t>();
-      spec.gpt.n_head = config.at("n_head").get<std::int64_t>();
-      spec.gpt.n_embd = config.at("n_embd").get<std::int64_t>();
-      spec.gpt.block_size = config.at("block_size").get<std::int64_t>();
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail(fmt::format("{}: the model's config {} is incomplete ({})", what, config.dump(), e.what()));
-  }
-  validate_model(spec);
-  return spec;
 }
 
 }  // namespace ht

@@ -10,17 +10,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${HALFTAPE_JOBS:-$(nproc)}
 
-scripts/setup.sh
-scripts/build.sh
-ctest --test-dir build --output-on-failure -j "$jobs"
+# Runs one stage and prints how long it took (CI must stay under 30 minutes on 2 cores).
+start=$SECONDS
+stage() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: stage '$name' took $((SECONDS - t0)) s (total $((SECONDS - start)) s)"
+}
+
+stage setup scripts/setup.sh
+stage build scripts/build.sh
+stage tests ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   # -O1 and line tables only: the sanitizer build compiles everything once more, so keep it quick.
-  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-        -DHALFTAPE_SANITIZE=ON >/dev/null
-  ninja -C build-sanitize -j "$jobs"
+  stage sanitize-configure cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_SANITIZE=ON >/dev/null
+  stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
-  tests/fuzz/run.sh 45
+    stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
+  stage fuzz tests/fuzz/run.sh 45
 fi
-echo "test.sh: all tests passed"
+echo "test.sh: all tests passed in $((SECONDS - start)) s"
