@@ -36,7 +36,8 @@ class CpuBackend final : public Backend {
 
   Device device() const override { return Device::cpu; }
   std::string description() const override {
-    return fmt::format("cpu (OpenBLAS, {} threads)", openblas_get_num_threads());
+    const int threads = openblas_get_num_threads();
+    return fmt::format("cpu (OpenBLAS, {} thread{})", threads, threads == 1 ? "" : "s");
   }
 
   void* allocate(std::size_t bytes) override { return allocator_.allocate(bytes); }
