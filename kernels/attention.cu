@@ -134,7 +134,7 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
     }
 }
 
-// qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (query tile, b·H + h).
+// qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (b·H + h, query tile): b·H in grid.x, which has no 65535 limit.
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                      float* __restrict__ lse, Geometry geo, float scale,
@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   T* sk = smem;
   T* sv = smem + kRows * kStride;
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.x} * kRows;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t q0 = std::int64_t{blockIdx.y} * kRows;
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   load_a<D_PAD>(qf, sk, warp * 16);
 
   float o[D_PAD / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {  // key tiles up to the diagonal
+  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {  // key tiles up to the diagonal
     __syncthreads();  // every warp is done with the previous tile (and with Q's room)
     load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   store_rows<T, D_PAD>(o, 1.0f / l[0], 1.0f / l[1], out + b * S * C + h * D, r0, S, C, D);
   if (t == 0)
     for (int r = 0; r < 2; ++r)
-      if (r0 + g + 8 * r < S) lse[blockIdx.y * S + r0 + g + 8 * r] = m[r] + logf(l[r]);
+      if (r0 + g + 8 * r < S) lse[blockIdx.x * S + r0 + g + 8 * r] = m[r] + logf(l[r]);
 }
 
 // dK and dV of 64 keys. qkv, out-independent: reads Q, dO tiles; lse, delta: (B, H, T).
@@ -218,8 +218,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
   float* slse = reinterpret_cast<float*>(sb + kRows * kStride);
   float* sdelta = slse + kRows;
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t k0 = std::int64_t{blockIdx.x} * kRows;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t k0 = std::int64_t{blockIdx.y} * kRows;
   const T* base = qkv + b * S * 3 * C;
   const T* dbase = dout + b * S * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -234,14 +234,14 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
 
   float dk[D_PAD / 8][4] = {}, dv[D_PAD / 8][4] = {};
   const std::int64_t tiles = (S + kRows - 1) / kRows;
-  for (std::int64_t qt = blockIdx.x; qt < tiles; ++qt) {  // query tiles from the diagonal on
+  for (std::int64_t qt = blockIdx.y; qt < tiles; ++qt) {  // query tiles from the diagonal on
     __syncthreads();
     load_tile<T, D_PAD>(sa, base + h * D, qt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sb, dbase + h * D, qt * kRows, S, C, D, vec);
     for (int i = threadIdx.x; i < kRows; i += kThreads) {
       const std::int64_t q = qt * kRows + i;
-      slse[i] = q < S ? lse[blockIdx.y * S + q] : 0.0f;
-      sdelta[i] = q < S ? delta[blockIdx.y * S + q] : 0.0f;
+      slse[i] = q < S ? lse[blockIdx.x * S + q] : 0.0f;
+      sdelta[i] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
     }
     tiles_landed();
     float p[8][4] = {}, dp[8][4] = {};
@@ -277,8 +277,8 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
   T* sa = smem;
   T* sb = smem + kRows * kStride;
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.x} * kRows;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t q0 = std::int64_t{blockIdx.y} * kRows;
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
@@ -292,12 +292,12 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
   float row_lse[2], row_delta[2];
   for (int r = 0; r < 2; ++r) {
     const std::int64_t q = q0 + warp * 16 + g + 8 * r;
-    row_lse[r] = q < S ? lse[blockIdx.y * S + q] : 0.0f;
-    row_delta[r] = q < S ? delta[blockIdx.y * S + q] : 0.0f;
+    row_lse[r] = q < S ? lse[blockIdx.x * S + q] : 0.0f;
+    row_delta[r] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
   }
 
   float dq[D_PAD / 8][4] = {};
-  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {
     __syncthreads();
     load_tile<T, D_PAD>(sa, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sb, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
@@ -329,13 +329,13 @@ __global__ void __launch_bounds__(kSimtRows) attention_forward_simt_kernel(const
                                                                            float* __restrict__ lse, Geometry geo, float scale) {
   __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t query = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t query = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
   float q[D_PAD], o[D_PAD];
   for (int d = 0; d < D_PAD; ++d) q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f, o[d] = 0.0f;
   float m = -INFINITY, l = 0;
-  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {
     __syncthreads();
     for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
       const std::int64_t key = kt * kSimtRows + i / D_PAD;
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(kSimtRows) attention_forward_simt_kernel(const
   }
   if (query >= S) return;
   for (int d = 0; d < D; ++d) out[(b * S + query) * C + h * D + d] = o[d] / l;
-  lse[blockIdx.y * S + query] = m + logf(l);
+  lse[blockIdx.x * S + query] = m + logf(l);
 }
 
 // A thread per key: dK and dV over the queries from it on.
@@ -369,8 +369,8 @@ __global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const flo
                                                                        Geometry geo, float scale) {
   __shared__ float sq[kSimtRows][D_PAD], sdo[kSimtRows][D_PAD], slse[kSimtRows], sdelta[kSimtRows];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t key = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t key = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
   float k[D_PAD], v[D_PAD], dk[D_PAD], dv[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const flo
     dk[d] = dv[d] = 0.0f;
   }
   const std::int64_t tiles = (S + kSimtRows - 1) / kSimtRows;
-  for (std::int64_t qt = blockIdx.x; qt < tiles; ++qt) {
+  for (std::int64_t qt = blockIdx.y; qt < tiles; ++qt) {
     __syncthreads();
     for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
       const std::int64_t q = qt * kSimtRows + i / D_PAD;
@@ -388,8 +388,8 @@ __global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const flo
       sdo[i / D_PAD][d] = q < S && d < D ? dout[(b * S + q) * C + h * D + d] : 0.0f;
     }
     const std::int64_t mine = qt * kSimtRows + threadIdx.x;
-    slse[threadIdx.x] = mine < S ? lse[blockIdx.y * S + mine] : 0.0f;
-    sdelta[threadIdx.x] = mine < S ? delta[blockIdx.y * S + mine] : 0.0f;
+    slse[threadIdx.x] = mine < S ? lse[blockIdx.x * S + mine] : 0.0f;
+    sdelta[threadIdx.x] = mine < S ? delta[blockIdx.x * S + mine] : 0.0f;
     __syncthreads();
     for (int i = 0; i < kSimtRows; ++i) {
       const std::int64_t q = qt * kSimtRows + i;
@@ -412,8 +412,8 @@ __global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const floa
                                                                       float* __restrict__ dqkv, Geometry geo, float scale) {
   __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.y / geo.heads, h = blockIdx.y % geo.heads;
-  const std::int64_t query = std::int64_t{blockIdx.x} * kSimtRows + threadIdx.x;
+  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
+  const std::int64_t query = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
   float q[D_PAD], dO[D_PAD], dq[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {
@@ -421,8 +421,8 @@ __global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const floa
     dO[d] = query < S && d < D ? dout[(b * S + query) * C + h * D + d] : 0.0f;
     dq[d] = 0.0f;
   }
-  const float my_lse = query < S ? lse[blockIdx.y * S + query] : 0.0f, my_delta = query < S ? delta[blockIdx.y * S + query] : 0.0f;
-  for (std::int64_t kt = 0; kt <= blockIdx.x; ++kt) {
+  const float my_lse = query < S ? lse[blockIdx.x * S + query] : 0.0f, my_delta = query < S ? delta[blockIdx.x * S + query] : 0.0f;
+  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {
     __syncthreads();
     for (int i = threadIdx.x; i < kSimtRows * D_PAD; i += kSimtRows) {
       const std::int64_t key = kt * kSimtRows + i / D_PAD;
@@ -480,13 +480,13 @@ void launch_attention(const AttentionArgs& a, const Stream& s) {
   with_head_pad(a.head_dim, [&](auto pad) {
     constexpr int P = decltype(pad)::value;
     if (a.dtype == DType::f32) {
-      const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows), static_cast<unsigned>(a.batch * a.heads)),
+      const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows)),
                              kSimtRows};
       HT_LAUNCH(attention_forward_simt_kernel<P>, cfg, s, static_cast<const float*>(a.qkv), static_cast<float*>(a.out), a.lse, geo,
                 a.scale);
       return;
     }
-    const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kRows - 1) / kRows), static_cast<unsigned>(a.batch * a.heads)),
+    const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows)),
                            kThreads, 2 * tile_bytes<P>(2)};
     const int vec = attention_vector_loads(a.qkv, a.head_dim) ? 1 : 0;
     dispatch(a.dtype, [&](auto tag) {
@@ -510,7 +510,7 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
   with_head_pad(a.head_dim, [&](auto pad) {
     constexpr int P = decltype(pad)::value;
     if (a.dtype == DType::f32) {
-      const LaunchConfig cfg{dim3(static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows), static_cast<unsigned>(a.batch * a.heads)),
+      const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows)),
                              kSimtRows};
       const auto* qkv = static_cast<const float*>(a.qkv);
       const auto* dout = static_cast<const float*>(a.dout);
@@ -521,7 +521,7 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
                 dqkv, geo, a.scale);
       return;
     }
-    const dim3 grid(static_cast<unsigned>((a.seq + kRows - 1) / kRows), static_cast<unsigned>(a.batch * a.heads));
+    const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows));
     const int vec = attention_vector_loads(a.qkv, a.head_dim) && attention_vector_loads(a.dout, a.head_dim) ? 1 : 0;
     dispatch(a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -23,6 +23,13 @@ struct GemmArgs {
   float beta = 0;           // 0 or 1
 };
 
+// The grid of a tiled GEMM kernel: M's tiles in grid.x (up to 2^31 - 1, so any batch fits) and
+// N's in grid.y (at most 65535 on every GPU). Throws when the product has more tiles than that.
+struct TileGrid {
+  std::uint32_t x, y;
+};
+TileGrid tile_grid(std::int64_t M, std::int64_t N, int tile_m, int tile_n);
+
 // CPU backend: widens inputs to fp32 (exactly) and calls OpenBLAS sgemm.
 void gemm_ref(const GemmArgs& a);
 

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(Params p) {
   HT_DYNAMIC_SHARED(T, smem);  // [stage][A tile, B tile]
   const T* a = static_cast<const T*>(p.a);
   const T* b = static_cast<const T*>(p.b);
-  const std::int64_t m_block = std::int64_t{blockIdx.y} * kBM, n_block = std::int64_t{blockIdx.x} * kBN;
+  const std::int64_t m_block = std::int64_t{blockIdx.x} * kBM, n_block = std::int64_t{blockIdx.y} * kBN;  // tile_grid
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = (warp / 2) * kWarpM, warp_n = (warp % 2) * kWarpN;
   const bool vec = p.vector_loads != 0;
@@ -164,8 +164,8 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
   Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
-  const LaunchConfig cfg{dim3(static_cast<unsigned>((g.N + kBN - 1) / kBN), static_cast<unsigned>((g.M + kBM - 1) / kBM)),
-                         kThreads, kSharedBytes};
+  const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
+  const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads, kSharedBytes};
   switch (g.op) {
     case GemmOp::nt: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nt>), cfg, s, p); break;
     case GemmOp::nn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nn>), cfg, s, p); break;

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tiled_kernel(const T* __restric
   __shared__ float a_tile[kStep][kTile];  // [k][m]
   __shared__ float b_tile[kStep][kTile];  // [k][n]
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const std::int64_t m0 = std::int64_t{blockIdx.y} * kTile, n0 = std::int64_t{blockIdx.x} * kTile;
+  const std::int64_t m0 = std::int64_t{blockIdx.x} * kTile, n0 = std::int64_t{blockIdx.y} * kTile;  // tile_grid
   float acc[4][4] = {};
 
   for (std::int64_t k0 = 0; k0 < K; k0 += kStep) {
@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads) gemm_tiled_kernel(const T* __restric
 
 void launch_gemm_tiled(const GemmArgs& g, const Stream& s) {
   if (g.M == 0 || g.N == 0) return;
-  const LaunchConfig cfg{dim3(static_cast<unsigned>((g.N + kTile - 1) / kTile), static_cast<unsigned>((g.M + kTile - 1) / kTile)),
-                         kThreads};
+  const TileGrid tiles = tile_grid(g.M, g.N, kTile, kTile);
+  const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads};
   dispatch(g.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* a = static_cast<const T*>(g.a);

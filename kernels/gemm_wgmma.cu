@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   const int k_tiles = static_cast<int>((p.K + kBK - 1) / kBK);
-  const int m0 = static_cast<int>(blockIdx.y) * kBM, n0 = static_cast<int>(blockIdx.x) * kBN;
+  const int m0 = static_cast<int>(blockIdx.x) * kBM, n0 = static_cast<int>(blockIdx.y) * kBN;  // tile_grid
 
   if (warpgroup == 0) {  // the producer
     if (t == 0) {
@@ -189,14 +189,10 @@ CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DTyp
 template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
   static std::once_flag attribute;
-  std::call_once(attribute, [] {
-    const cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kSharedBytes));
-    if (e != cudaSuccess) ht::call_failed("cudaFuncSetAttribute(gemm_wgmma_kernel)", cudaGetErrorString(e), __FILE__, __LINE__);
-  });
+  std::call_once(attribute, [] { allow_dynamic_shared(gemm_wgmma_kernel<T>, kSharedBytes); });
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype), map_b = tensor_map(g.b, g.N, g.K, g.dtype);
-  const LaunchConfig cfg{dim3(static_cast<unsigned>((g.N + kBN - 1) / kBN), static_cast<unsigned>((g.M + kBM - 1) / kBM)),
-                         kThreads, kSharedBytes};
+  const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
+  const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads, kSharedBytes};
   HT_LAUNCH(gemm_wgmma_kernel<T>, cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
 }
 
@@ -204,7 +200,7 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
 
 bool gemm_wgmma_supports(const GemmArgs& g) {
   return g.op == GemmOp::nt && (g.dtype == DType::f16 || g.dtype == DType::bf16) && g.K > 0 && g.K % 8 == 0 &&
-         g.M > 0 && g.N > 0 && g.M <= (std::int64_t{1} << 31) && g.N <= (std::int64_t{1} << 31) &&
+         g.M > 0 && g.N > 0 && g.M <= (std::int64_t{1} << 31) && g.N <= std::int64_t{65535} * wgmma_gemm::kBN &&
          reinterpret_cast<std::uintptr_t>(g.a) % 16 == 0 && reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
 }
 

@@ -59,7 +59,7 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
                    Args&&... args) {
 #if defined(HT_SIMT)
   (void)stream;
-  ht::emu::launch(name, cfg.grid, cfg.block, cfg.shared_bytes,
+  ht::emu::launch(name, reinterpret_cast<const void*>(kernel), cfg.grid, cfg.block, cfg.shared_bytes,
                   [kernel, params = std::tuple<Params...>(std::forward<Args>(args)...)] { std::apply(kernel, params); });
 #else
   kernel<<<cfg.grid, cfg.block, cfg.shared_bytes, stream.handle>>>(std::forward<Args>(args)...);
@@ -68,6 +68,17 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
 #endif
 }
 #endif
+
+// Lets `kernel` be launched with more than 48 KiB of dynamic shared memory (the opt-in every
+// GPU requires; the emulator refuses such a launch without it, as a GPU does).
+template <class... Params> void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
+#if defined(HT_SIMT)
+  ht::emu::allow_dynamic_shared(reinterpret_cast<const void*>(kernel), bytes);
+#elif defined(__CUDACC__)
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) ht::call_failed("cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", cudaGetErrorString(e), __FILE__, __LINE__);
+#endif
+}
 
 // Blocks for a grid-stride loop over n elements: enough to fill the device, no more.
 inline unsigned grid_for(std::int64_t n, unsigned block, const Stream& s, unsigned blocks_per_sm = 4) {

@@ -4,6 +4,13 @@
 
 namespace ht {
 
+TileGrid tile_grid(std::int64_t M, std::int64_t N, int tile_m, int tile_n) {
+  const std::int64_t m_tiles = (M + tile_m - 1) / tile_m, n_tiles = (N + tile_n - 1) / tile_n;
+  HT_CHECK(m_tiles <= 0x7fffffff && n_tiles <= 65535, "a GEMM of {}x{} has {} row tiles and {} column tiles: at most "
+           "2^31 - 1 and 65535 fit a grid", M, N, m_tiles, n_tiles);
+  return {static_cast<std::uint32_t>(m_tiles), static_cast<std::uint32_t>(n_tiles)};
+}
+
 GemmImpl parse_gemm_impl(std::string_view name) {
   if (name == "native") return GemmImpl::native;
   if (name == "tiled") return GemmImpl::tiled;

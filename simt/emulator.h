@@ -11,9 +11,27 @@ namespace ht::emu {
 // Runs `thread_body` once for every GPU thread of every block of the grid. Blocks are spread
 // over worker threads; within a block, threads are fibers scheduled round-robin between
 // barriers. Throws ht::Error naming the kernel and block on a kernel fault (a barrier reached
-// by part of a block, a warp collective missing lanes, a deadlock, an error in the kernel).
-void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+// by part of a block, a warp collective missing lanes, a deadlock, an error in the kernel) and
+// on a launch a GPU of the emulated architecture refuses (see arch()). `kernel` identifies the
+// kernel function for allow_dynamic_shared.
+void launch(const char* name, const void* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
             const std::function<void()>& thread_body);
+
+// The GPU the emulator stands in for: HALFTAPE_SIMT_ARCH=sm_80 (the default) or sm_90. Its
+// limits are enforced at launch as the hardware enforces them: at most 1024 threads a block,
+// grid.y and grid.z at most 65535, dynamic shared memory at most 48 KiB unless the kernel opted
+// in (allow_dynamic_shared), and never more than the architecture's maximum per block.
+struct Arch {
+  const char* name;
+  int major, minor;
+  std::size_t max_dynamic_shared;  // with the opt-in: 163 KiB on sm_80, 227 KiB on sm_90
+};
+const Arch& arch();
+constexpr std::size_t kDefaultDynamicShared = 48 * 1024;
+
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), emulated:
+// throws when `bytes` is above the architecture's maximum, as the runtime call fails.
+void allow_dynamic_shared(const void* kernel, std::size_t bytes);
 
 // CUDA graph capture, emulated (simt/runtime.cpp): while a capture is open, kernel launches and
 // asynchronous copies are recorded - with their arguments as they are at capture time - instead

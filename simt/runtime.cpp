@@ -91,13 +91,13 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (device != 0) return cudaErrorInvalidDevice;
   std::memset(prop, 0, sizeof(*prop));
   std::strncpy(prop->name, "SIMT emulator", sizeof(prop->name) - 1);
-  prop->major = 9;
-  prop->minor = 0;
+  prop->major = arch().major;  // HALFTAPE_SIMT_ARCH
+  prop->minor = arch().minor;
   prop->multiProcessorCount = worker_count();  // grid-stride kernels size their grids by this
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
   prop->sharedMemPerBlock = 48 * 1024;
-  prop->sharedMemPerBlockOptin = 227 * 1024;
+  prop->sharedMemPerBlockOptin = arch().max_dynamic_shared;
   prop->totalGlobalMem = std::size_t{8} << 30;
   return cudaSuccess;
 }

@@ -35,6 +35,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 __thread uint3 threadIdx;
@@ -419,7 +420,30 @@ DeviceWorkTimer::~DeviceWorkTimer() { t_device_work_seconds += thread_cpu_second
 void set_schedule(Schedule s) { g_schedule = static_cast<int>(s); }
 Schedule schedule() { return static_cast<Schedule>(g_schedule.load()); }
 
-void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+const Arch& arch() {
+  static const Arch chosen = [] {
+    const char* s = std::getenv("HALFTAPE_SIMT_ARCH");
+    const std::string v = s ? s : "sm_80";
+    if (v == "sm_80") return Arch{"sm_80", 8, 0, 163 * 1024};
+    if (v == "sm_90") return Arch{"sm_90", 9, 0, 227 * 1024};
+    fail(fmt::format("HALFTAPE_SIMT_ARCH: '{}' is not sm_80 or sm_90", v));
+  }();
+  return chosen;
+}
+
+namespace {
+std::mutex g_attribute_mutex;
+std::unordered_map<const void*, std::size_t> g_dynamic_shared_optin;  // kernel -> bytes allowed
+}  // namespace
+
+void allow_dynamic_shared(const void* kernel, std::size_t bytes) {
+  HT_CHECK(bytes <= arch().max_dynamic_shared, "SIMT: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, {}) fails on {}: "
+           "at most {} bytes a block", bytes, arch().name, arch().max_dynamic_shared);
+  std::lock_guard lock(g_attribute_mutex);
+  g_dynamic_shared_optin[kernel] = bytes;
+}
+
+void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
             const std::function<void()>& thread_body) {
   static const bool env_applied = [] {
     set_schedule(schedule_from_env());
@@ -430,14 +454,22 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_share
   const std::uint64_t blocks = std::uint64_t{grid.x} * grid.y * grid.z;
   HT_CHECK(threads_per_block >= 1 && threads_per_block <= 1024 && block.z <= 64,
            "SIMT: kernel {} launched with block ({},{},{}): 1 to 1024 threads, z <= 64", kernel, block.x, block.y, block.z);
-  HT_CHECK(grid.y <= 65535 && grid.z <= 65535, "SIMT: kernel {} launched with grid ({},{},{}): y and z <= 65535", kernel,
-           grid.x, grid.y, grid.z);
-  HT_CHECK(dynamic_shared_bytes <= 227 * 1024, "SIMT: kernel {} asks for {} bytes of dynamic shared memory (at most 227 KiB)",
-           kernel, dynamic_shared_bytes);
+  HT_CHECK(grid.x <= 0x7fffffffu && grid.y <= 65535 && grid.z <= 65535,
+           "SIMT: kernel {} launched with grid ({},{},{}): x <= 2^31 - 1, y and z <= 65535", kernel, grid.x, grid.y, grid.z);
+  if (dynamic_shared_bytes > kDefaultDynamicShared) {
+    std::size_t allowed = kDefaultDynamicShared;
+    {
+      std::lock_guard lock(g_attribute_mutex);
+      if (const auto it = g_dynamic_shared_optin.find(function); it != g_dynamic_shared_optin.end()) allowed = it->second;
+    }
+    HT_CHECK(dynamic_shared_bytes <= allowed, "SIMT: kernel {} asks for {} bytes of dynamic shared memory, more than the {} "
+             "it may use ({}: above 48 KiB a kernel must opt in with cudaFuncSetAttribute(MaxDynamicSharedMemorySize))",
+             kernel, dynamic_shared_bytes, allowed, arch().name);
+  }
   if (blocks == 0) fail(fmt::format("SIMT: kernel {} launched with an empty grid ({},{},{})", kernel, grid.x, grid.y, grid.z));
   if (capturing()) {  // a CUDA graph is being captured: record the launch, arguments and all
-    record_operation([kernel, grid, block, dynamic_shared_bytes, thread_body] {
-      launch(kernel, grid, block, dynamic_shared_bytes, thread_body);
+    record_operation([kernel, function, grid, block, dynamic_shared_bytes, thread_body] {
+      launch(kernel, function, grid, block, dynamic_shared_bytes, thread_body);
     });
     return;
   }

@@ -78,7 +78,22 @@ __global__ void missing_barrier_sum_kernel(const float* in, float* out) {
   }
 }
 
+// out: (1): the last float of `bytes` of dynamic shared memory, written and read back.
+__global__ void dynamic_shared_kernel(float* out, unsigned bytes) {
+  HT_DYNAMIC_SHARED(float, smem);
+  const unsigned last = bytes / sizeof(float) - 1;
+  if (threadIdx.x == 0) smem[last] = 42.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) *out = smem[last];
+}
+
 }  // namespace
+
+void run_dynamic_shared(float* out, std::size_t bytes, bool opt_in) {
+  if (opt_in) allow_dynamic_shared(dynamic_shared_kernel, bytes);
+  HT_LAUNCH(dynamic_shared_kernel, (LaunchConfig{1, 32, bytes}), Stream{}, out, static_cast<unsigned>(bytes));
+}
+void run_shaped(float* out, dim3 grid, dim3 block) { HT_LAUNCH(dynamic_shared_kernel, (LaunchConfig{grid, block, 64}), Stream{}, out, 64u); }
 
 void run_warp_ops(int* out, int warps) { HT_LAUNCH(warp_ops_kernel, (LaunchConfig{1, static_cast<unsigned>(32 * warps)}), Stream{}, out); }
 void run_block_ops(int* out) { HT_LAUNCH(block_ops_kernel, (LaunchConfig{1, 128}), Stream{}, out); }

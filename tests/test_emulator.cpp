@@ -108,6 +108,26 @@ TEST_CASE("emulator: a missing __syncthreads gives a wrong answer under some sch
   emu::cudaFree(out);
 }
 
+TEST_CASE("emulator: launches a GPU of the emulated architecture refuses are refused", "[emulator]") {
+  float* out = device_alloc<float>(1);
+  const std::size_t max = emu::arch().max_dynamic_shared;
+  INFO("emulated " << emu::arch().name);
+  sim::run_dynamic_shared(out, 48 * 1024, false);  // the default limit needs no opt-in
+  CHECK(*out == 42.0f);
+  CHECK_THROWS_WITH(sim::run_dynamic_shared(out, 48 * 1024 + 16, false),
+                    Catch::Contains("dynamic_shared_kernel") && Catch::Contains("must opt in with cudaFuncSetAttribute"));
+  *out = 0;
+  sim::run_dynamic_shared(out, max, true);  // opted in: up to the architecture's maximum
+  CHECK(*out == 42.0f);
+  CHECK_THROWS_WITH(sim::run_dynamic_shared(out, max + 16, true), Catch::Contains("cudaFuncSetAttribute") &&
+                                                                     Catch::Contains("at most " + std::to_string(max)));
+  CHECK_THROWS_WITH(sim::run_shaped(out, dim3(1, 65536), 32), Catch::Contains("y and z <= 65535"));
+  CHECK_THROWS_WITH(sim::run_shaped(out, dim3(1, 1, 65536), 32), Catch::Contains("y and z <= 65535"));
+  CHECK_THROWS_WITH(sim::run_shaped(out, 1, 1025), Catch::Contains("1 to 1024 threads"));
+  sim::run_shaped(out, dim3(1, 65535), 32);  // the largest grid.y is fine
+  emu::cudaFree(out);
+}
+
 TEST_CASE("emulator runtime: copies are checked against device allocations", "[emulator]") {
   float host[4] = {};
   float* dev = device_alloc<float>(4);

@@ -198,6 +198,25 @@ TEST_CASE("tensor-core GEMM: fused epilogues round exactly like the unfused kern
   }
 }
 
+TEST_CASE("GEMM grids take any M: row tiles in grid.x, which has no 65535 limit", "[gemm][kernels]") {
+  const TileGrid g = tile_grid(std::int64_t{65536} * 128 + 3, 300, 128, 128);  // 65537 row tiles: too many for grid.y
+  CHECK(g.x == 65537u);
+  CHECK(g.y == 3u);
+  CHECK(tile_grid(std::int64_t{1} << 37, 1, 128, 128).x == 1u << 30);
+  CHECK_THROWS_WITH(tile_grid(1, std::int64_t{65536} * 128, 128, 128), Catch::Contains("at most 2^31 - 1 and 65535 fit a grid"));
+}
+
+// The same on a kernel: 8.4 million rows, 65537 blocks. Hidden from the default run (about
+// 90 s on the emulator with 2 cores); scripts/gpu-check.sh runs it on a GPU, where it takes
+// milliseconds, and `halftape_tests "[huge]"` runs it here.
+TEST_CASE("tensor-core GEMM with more row tiles than grid.y allows, vs FP64", "[.][huge][gemm][kernels]") {
+  const Case big{GemmOp::nt, std::int64_t{65536} * 128 + 3, 1, 1, Epilogue::cast, Activation::none};
+  for (auto& gpu : gpu_backends()) {
+    gpu->set_gemm_impl(GemmImpl::native);
+    check_case(*gpu, DType::f16, big, 77);
+  }
+}
+
 TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64: checked on an sm_90 GPU only", "[gemm][kernels]") {
   // The emulator has no wgmma, TMA or mbarrier, so this kernel is never checked in CI; on an
   // sm_90 GPU the backend self-checks it against mma.sync and this test checks it against FP64.
