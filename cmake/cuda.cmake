@@ -45,6 +45,9 @@ if(HALFTAPE_HAVE_SIMT)
   halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp
                  DEPENDS ht_ground Boost::context Threads::Threads)
   target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
+  if(HALFTAPE_RACECHECK)  # the scheduler's bookkeeping and stack switches are not the kernels' accesses
+    target_compile_options(ht_simt_runtime PRIVATE -fno-sanitize=thread)
+  endif()
 
   # The kernels, compiled as C++ through one-line wrappers (a source file has one language).
   set(simt_sources)

@@ -2,7 +2,10 @@
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
 # index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
-# emulator (no nvcc needed) and runs the kernel's tests, which must fail. Takes a few minutes.
+# emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
+# bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
+# and shuffled schedules and prints that they pass) and the racecheck build (ThreadSanitizer,
+# simt/racecheck.h) must report as a data race. Takes several minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -11,6 +14,9 @@ trap 'rm -rf "$work"' EXIT
 git ls-files | tar cf - -T - | (mkdir -p "$work/src" && cd "$work/src" && tar xf -)
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALFTAPE_CUDA=OFF >/dev/null
 ninja -C "$work/build" tests/halftape_tests >/dev/null || { echo "the clean tree does not build"; exit 1; }
+cmake -S "$work/src" -B "$work/race" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+      -DHALFTAPE_RACECHECK=ON >/dev/null
+ninja -C "$work/race" tests/halftape_racecheck_tests >/dev/null || { echo "the clean tree does not build for the racecheck"; exit 1; }
 
 status=0
 plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
@@ -36,8 +42,39 @@ plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; 
   "kernels unscale*" "unscale_check_norm: every thread starts one element late"
 plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx.y == 1 \&\& c < cols) {/' \
   "kernel bias_grad*" "bias_grad: the wrong row group publishes the column sums"
-plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]" "gemm_mma: B fragment registers swapped"
-plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]" \
+plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
+plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]~[.]" \
   "gemm_mma: the pipeline waits for one cp.async group too few"
-plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]" "block_sum: the barrier between the warp sums and their reduction removed"
+plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]~[.]" "block_sum: the barrier between the warp sums and their reduction removed"
+# A race plant: every schedule of the emulator still computes the right answer; ThreadSanitizer
+# must report the race.
+race_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
+  local file=$1 expr=$2 filter=$3 what=$4 order missed=""
+  cp "$work/src/$file" "$work/original"
+  sed -i "$expr" "$work/src/$file"
+  if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
+  if ! ninja -C "$work/build" tests/halftape_tests >"$work/build.log" 2>&1 ||
+     ! ninja -C "$work/race" tests/halftape_racecheck_tests >>"$work/build.log" 2>&1; then
+    echo "?    $what: does not build"; status=1; cp "$work/original" "$work/src/$file"; return
+  fi
+  for order in forward reverse shuffle; do
+    HALFTAPE_SIMT_SCHEDULE=$order "$work/build/tests/halftape_tests" "$filter" >"$work/test.log" 2>&1 && missed+=" $order"
+  done
+  echo "     $what: the emulator's schedules that miss it (tests pass):${missed:- none}"
+  if OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:exitcode=66 "$work/race/tests/halftape_racecheck_tests" "$filter" \
+       >"$work/race.log" 2>&1; then
+    echo "MISS $what: the racecheck reports nothing"; status=1
+  elif grep -q "ThreadSanitizer: data race" "$work/race.log"; then
+    echo "ok   $what: racecheck: $(grep -m1 -Eo "Thread T[0-9]+ 'kernel [^']*'" "$work/race.log")"
+  else
+    echo "?    $what: the racecheck failed without a race report"; tail -5 "$work/race.log"; status=1
+  fi
+  cp "$work/original" "$work/src/$file"
+}
+
+race_plant kernels/reduce.cuh '0,/  __syncthreads();/s//  __syncwarp();/' "[kernels]~[.]" \
+  "block_sum: a warp barrier where the block barrier between the warp sums and their reduction belongs"
+race_plant kernels/gemm_mma.cuh \
+  '/    __syncthreads();               \/\/ ... for every thread/d; /if (next < k_tiles) load_stage(static_cast<int>(next % kStages), next \* kBK);/s/$/\n    __syncthreads();/' \
+  "[gemm]~[.]" "gemm_mma: the next stage's cp.async issued before the barrier that frees its buffer (overwritten one stage early)"
 exit $status

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and runs every test: unit, kernel (on the SIMT emulator),
 # CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
-# build (without nvcc: the emulator runs the same kernel source); then the libFuzzer targets
-# (IDX, safetensors, checkpoints, the command line) for 45 s each. The long accuracy runs
-# (label "slow") run in the first pass only.
+# build (without nvcc: the emulator runs the same kernel source; the long accuracy runs, label
+# "slow", and the extra emulator schedules run in the first pass only); then the kernel tests
+# under ThreadSanitizer (the racecheck, docs/emulator.md); then the libFuzzer targets (IDX,
+# safetensors, checkpoints, the command line) for 20 s each. Each stage prints its time.
 #   HALFTAPE_JOBS=N          parallelism (default: all cores)
 #   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass and the fuzzers (quicker local runs)
 set -euo pipefail
@@ -29,7 +30,13 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_SANITIZE=ON >/dev/null
   stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
-  stage fuzz tests/fuzz/run.sh 45
+    stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow -E "simt schedule"
+  # The racecheck: the kernel tests again under ThreadSanitizer, every GPU thread a fiber
+  # (simt/racecheck.h); only the kernel test binary is built.
+  stage racecheck-configure cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_RACECHECK=ON >/dev/null
+  stage racecheck-build ninja -C build-racecheck -j "$jobs" tests/halftape_racecheck_tests
+  stage racecheck-tests ctest --test-dir build-racecheck --output-on-failure -j "$jobs"
+  stage fuzz tests/fuzz/run.sh 20
 fi
 echo "test.sh: all tests passed in $((SECONDS - start)) s"

@@ -10,8 +10,12 @@
 // Under AddressSanitizer every switch between stacks is announced to it (asan_switch_*), and a
 // failed block is cancelled cooperatively: each parked thread is resumed once more and unwinds
 // by exception from where it waits, so no stack is ever abandoned or unwound behind ASan's back.
+//
+// In a racecheck build every GPU thread is also a ThreadSanitizer fiber; simt/racecheck.h says
+// which edges the scheduler tells TSan about, and why only those.
 #include "ground/error.h"
 #include "simt/emulator.h"
+#include "simt/racecheck.h"
 #include "simt/simt.h"
 
 #include <boost/context/fiber.hpp>
@@ -134,6 +138,8 @@ struct PendingCopy {
 };
 
 void do_copy(const PendingCopy& c) {
+  race::read(c.src, static_cast<std::size_t>(c.src_bytes));
+  race::write(c.dst, static_cast<std::size_t>(c.bytes));
   std::memcpy(c.dst, c.src, static_cast<std::size_t>(c.src_bytes));
   std::memset(static_cast<std::byte*>(c.dst) + c.src_bytes, 0, static_cast<std::size_t>(c.bytes - c.src_bytes));
 }
@@ -147,6 +153,7 @@ struct Thread {
   const void* stack_bottom = nullptr;  // for ASan's switch annotations
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;
+  void* race_fiber = nullptr;  // racecheck: this thread's TSan fiber
 };
 
 struct Warp {
@@ -158,6 +165,8 @@ struct Warp {
   std::array<std::uint64_t, 32> results{};  // the last completed collective's contributions
   WarpCompute compute = nullptr;            // computing collectives (mma, ldmatrix)
   std::array<LaneData, 32> lane_in{}, lane_out{};
+  unsigned generation = 0;       // collectives completed (racecheck: which sync object)
+  std::array<char, 2> sync{};    // racecheck: released by arriving lanes, acquired by leaving ones
 };
 
 struct Block {
@@ -177,6 +186,11 @@ struct Block {
   bool cancelled = false;
   std::exception_ptr error;
   void* dynamic_shared = nullptr;
+  // racecheck: the worker's own fiber, and the objects the edges of simt/racecheck.h go through
+  void* race_scheduler = nullptr;
+  unsigned barrier_generation = 0;
+  std::array<char, 2> barrier_sync{};
+  char start_sync = 0, end_sync = 0;
 
   std::string where() const {
     return fmt::format("kernel {} block ({},{},{})", kernel, index.x, index.y, index.z);
@@ -198,6 +212,7 @@ Block& current_block() {
 void park(Block& b, State why) {
   Thread& t = *b.current;
   t.state = why;
+  race::switch_to(b.race_scheduler);
   asan_start_switch(&t.fake_stack, b.scheduler_stack_bottom, b.scheduler_stack_size);
   b.scheduler = std::move(b.scheduler).resume();
   asan_finish_switch(t.fake_stack, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
@@ -206,6 +221,7 @@ void park(Block& b, State why) {
 
 // Switches from the scheduler into thread t until it parks or finishes.
 void resume(Block& b, Thread& t) {
+  race::switch_to(t.race_fiber);
   asan_start_switch(&b.scheduler_fake_stack, t.stack_bottom, t.stack_size);
   t.fiber = std::move(t.fiber).resume();
   asan_finish_switch(b.scheduler_fake_stack, nullptr, nullptr);
@@ -248,6 +264,13 @@ std::string describe_stall(const Block& b) {
   return out;
 }
 
+// racecheck: the TSan fiber of a block's `linear`-th thread on this worker (made once, reused).
+void* race_fiber(unsigned linear) {
+  thread_local std::vector<void*> fibers;
+  while (fibers.size() <= linear) fibers.push_back(race::create_fiber());
+  return fibers[linear];
+}
+
 void run_block(Block& b, const std::function<void()>& body, Schedule order, std::uint64_t seed) {
   const auto n = static_cast<unsigned>(b.threads.size());
   std::vector<unsigned> sequence(n);
@@ -270,6 +293,7 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
         t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&b, &t, &body](ctx::fiber&& scheduler) {
           asan_finish_switch(nullptr, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
           b.scheduler = std::move(scheduler);
+          race::acquire(&b.start_sync);  // the kernel starts after what came before it
           try {
             body();
             for (auto& group : t.committed)  // copies still in flight land, as on a GPU
@@ -281,9 +305,15 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
           }
           t.state = State::done;
           ++b.done;
+          race::release(&b.end_sync);
+          race::switch_to(b.race_scheduler);
           asan_start_switch(nullptr, b.scheduler_stack_bottom, b.scheduler_stack_size);  // this stack is done
           return std::move(b.scheduler);
         });
+        if constexpr (race::kEnabled) {
+          t.race_fiber = race_fiber(linear);
+          race::name_fiber(t.race_fiber, fmt::format("{} {}", b.where(), b.thread_name(linear)).c_str());
+        }
         t.stack_bottom = static_cast<char*>(t_last_stack.sp) - t_last_stack.size;
         t.stack_size = t_last_stack.size;
       }
@@ -307,6 +337,7 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
       for (Thread& t : b.threads)
         if (t.state == State::at_barrier) t.state = State::runnable;
       b.at_barrier = 0;
+      ++b.barrier_generation;
       b.result_count = b.reduce_count;
       b.result_and = b.reduce_and;
       b.result_or = b.reduce_or;
@@ -506,6 +537,8 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
       blockDim = {block.x, block.y, block.z};
       gridDim = {grid.x, grid.y, grid.z};
       t_block = &b;
+      b.race_scheduler = race::current_fiber();
+      race::release(&b.start_sync);  // the host's writes and this worker's earlier blocks, to every thread
       try {
         run_block(b, thread_body, order, linear * 0x9e3779b97f4a7c15ull + 1);
       } catch (...) {
@@ -513,6 +546,7 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
         if (!first_error) first_error = std::current_exception();
         failed = true;
       }
+      race::acquire(&b.end_sync);  // ... and on to the host, through the workers' mutex
       t_block = nullptr;
     }
   };
@@ -524,8 +558,11 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
 
 void block_barrier() {
   Block& b = current_block();
+  const unsigned generation = b.barrier_generation;
+  race::release(&b.barrier_sync[generation % 2]);
   ++b.at_barrier;
   park(b, State::at_barrier);
+  race::acquire(&b.barrier_sync[generation % 2]);
 }
 
 int block_barrier_reduce(int predicate, int op) {
@@ -579,15 +616,21 @@ template <class Complete> void warp_arrive(Block& b, Collective kind, unsigned m
     if ((mask >> l & 1u) && b.threads[(b.current_linear / 32) * 32 + l].state == State::done)
       kernel_error(fmt::format("{}: lane {} of the mask has already exited", collective_name(kind), l).c_str());
   w.arrived |= 1u << lane;
+  const unsigned generation = w.generation;
+  // mma and ldmatrix exchange registers and read shared memory; like CUDA, they order nothing.
+  const bool orders_memory = kind < Collective::mma_f16;
+  if (orders_memory) race::release(&w.sync[generation % 2]);
   if (w.arrived == mask) {  // the last lane: complete the collective and release the others
     complete(w);
     w.arrived = 0;
+    ++w.generation;
     const unsigned base = (b.current_linear / 32) * 32;
     for (unsigned l = 0; l < 32; ++l)
       if ((mask >> l & 1u) && l != lane) b.threads[base + l].state = State::runnable;
   } else {
     park(b, State::at_warp);
   }
+  if (orders_memory) race::acquire(&w.sync[generation % 2]);
 }
 
 }  // namespace
@@ -616,6 +659,8 @@ void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
   if (reinterpret_cast<std::uintptr_t>(dst) % static_cast<unsigned>(bytes) ||
       (src_bytes > 0 && reinterpret_cast<std::uintptr_t>(src) % static_cast<unsigned>(bytes)))
     kernel_error(fmt::format("cp.async of {} bytes from {} to {}: both addresses must be {}-byte aligned", bytes, src, dst, bytes).c_str());
+  race::read(src, static_cast<std::size_t>(src_bytes));  // in flight from here to the wait that lands it
+  race::write(dst, static_cast<std::size_t>(bytes));
   t.open_group.push_back({dst, src, bytes, src_bytes});
 }
 

@@ -3,6 +3,7 @@
 // computing warp collective: every lane hands in its registers, the last to arrive computes
 // the whole warp's result.
 #include "ground/error.h"
+#include "simt/racecheck.h"
 #include "simt/simt.h"
 
 #include <cstring>
@@ -129,6 +130,7 @@ void ldmatrix(int count, bool trans, std::uint32_t* regs, const void* row_addres
     case 9: f = &ldmatrix_compute<4, true>, kind = Collective::ldmatrix_x4_trans; break;
     default: kernel_error("ldmatrix: .x1, .x2 or .x4");
   }
+  if (lane_id() < 8u * static_cast<unsigned>(count)) race::read(row_address, 16);  // this lane's row
   const LaneData& r = warp_compute(kind, mask, &row_address, sizeof(row_address), f);
   std::memcpy(regs, r.bytes, static_cast<std::size_t>(count) * sizeof(std::uint32_t));
 }

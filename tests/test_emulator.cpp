@@ -93,7 +93,7 @@ TEST_CASE("emulator: warp collectives missing lanes, or waiting on a block barri
   emu::cudaFree(out);
 }
 
-TEST_CASE("emulator: a missing __syncthreads gives a wrong answer under some schedule", "[emulator]") {
+TEST_CASE("emulator: a missing __syncthreads gives a wrong answer under some schedule", "[emulator][race]") {
   float* in = device_alloc<float>(64);
   float* out = device_alloc<float>(1);
   std::fill(in, in + 64, 1.0f);
