@@ -2,9 +2,10 @@
 # Installs the dependencies, builds, and runs every test: unit, kernel (on the SIMT emulator),
 # CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
 # build (without nvcc: the emulator runs the same kernel source; the long accuracy runs, label
-# "slow", and the extra emulator schedules run in the first pass only); then the kernel tests
-# under ThreadSanitizer (the racecheck, docs/emulator.md); then the libFuzzer targets (IDX,
-# safetensors, checkpoints, the command line) for 20 s each. Each stage prints its time.
+# "slow", the extra emulator schedules, the 4-rank run, the mismatched-ranks audit and the
+# emulator's benchmark smoke test run in the first pass only); then the kernel tests under ThreadSanitizer (the racecheck,
+# docs/emulator.md); then the libFuzzer targets (IDX, safetensors, checkpoints, the command
+# line) for 15 s each. Each stage prints its time.
 #   HALFTAPE_JOBS=N          parallelism (default: all cores)
 #   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass and the fuzzers (quicker local runs)
 set -euo pipefail
@@ -30,13 +31,14 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_SANITIZE=ON >/dev/null
   stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow -E "simt schedule"
+    stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow \
+          -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks"  # siblings run the same code here
   # The racecheck: the kernel tests again under ThreadSanitizer, every GPU thread a fiber
   # (simt/racecheck.h); only the kernel test binary is built.
   stage racecheck-configure cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_RACECHECK=ON >/dev/null
   stage racecheck-build ninja -C build-racecheck -j "$jobs" tests/halftape_racecheck_tests
   stage racecheck-tests ctest --test-dir build-racecheck --output-on-failure -j "$jobs"
-  stage fuzz tests/fuzz/run.sh 20
+  stage fuzz tests/fuzz/run.sh 15
 fi
 echo "test.sh: all tests passed in $((SECONDS - start)) s"
