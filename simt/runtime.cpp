@@ -96,7 +96,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->multiProcessorCount = worker_count();  // grid-stride kernels size their grids by this
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
-  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlock = kDefaultDynamicShared;  // without the opt-in
   prop->sharedMemPerBlockOptin = arch().max_dynamic_shared;
   prop->totalGlobalMem = std::size_t{8} << 30;
   return cudaSuccess;
