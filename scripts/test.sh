@@ -3,9 +3,9 @@
 # CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
 # build (without nvcc: the emulator runs the same kernel source; the long accuracy runs, label
 # "slow", the extra emulator schedules, the 4-rank run, the mismatched-ranks audit and the
-# emulator's benchmark smoke test run in the first pass only); then the kernel tests under ThreadSanitizer (the racecheck,
-# docs/emulator.md); then the libFuzzer targets (IDX, safetensors, checkpoints, the command
-# line) for 15 s each. Each stage prints its time.
+# emulator's benchmark smoke test run in the first pass only); then the kernel tests under
+# ThreadSanitizer (the racecheck, docs/emulator.md); then the libFuzzer targets (IDX,
+# safetensors, checkpoints, the command line) for 15 s each. Each stage prints its time.
 #   HALFTAPE_JOBS=N          parallelism (default: all cores)
 #   HALFTAPE_NO_SANITIZE=1   skip the sanitizer pass and the fuzzers (quicker local runs)
 set -euo pipefail
