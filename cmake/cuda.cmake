@@ -4,10 +4,11 @@
 # The same files build both; each lands in its own inline namespace (ht::gpu::cuda_impl /
 # ht::gpu::simt_impl), so both link into one binary.
 
-# Every kernels/*.cu but the Hopper GEMM (its own target, below): a new kernel is picked up
-# without an edit here.
+# Every kernels/*.cu: a new kernel is picked up without an edit here. Under nvcc the Hopper GEMM
+# is its own target (below); the emulator runs it with the rest.
 file(GLOB HT_KERNEL_SOURCES CONFIGURE_DEPENDS RELATIVE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/kernels/*.cu)
-list(REMOVE_ITEM HT_KERNEL_SOURCES kernels/gemm_wgmma.cu)
+set(HT_NVCC_KERNEL_SOURCES ${HT_KERNEL_SOURCES})
+list(REMOVE_ITEM HT_NVCC_KERNEL_SOURCES kernels/gemm_wgmma.cu)
 set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp engine/gpu/wgmma_self_check.cpp)
 
 set(HALFTAPE_HAVE_CUDA OFF)
@@ -42,7 +43,7 @@ endif()
 message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), SIMT emulator ${HALFTAPE_HAVE_SIMT}")
 
 if(HALFTAPE_HAVE_SIMT)
-  halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp
+  halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp simt/hopper.cpp
                  DEPENDS ht_ground Boost::context Threads::Threads)
   target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
   if(HALFTAPE_RACECHECK)  # the scheduler's bookkeeping and stack switches are not the kernels' accesses
@@ -69,7 +70,7 @@ if(HALFTAPE_HAVE_CUDA)
   if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
   endif()
-  add_library(ht_gpu_cuda STATIC ${HT_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} engine/gpu/cublas_gemm.cpp)
+  add_library(ht_gpu_cuda STATIC ${HT_NVCC_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} engine/gpu/cublas_gemm.cpp)
   target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
   target_link_libraries(ht_gpu_cuda PUBLIC ht_engine_core CUDA::cudart CUDA::cublasLt)
   target_compile_options(ht_gpu_cuda PRIVATE

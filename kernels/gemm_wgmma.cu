@@ -13,9 +13,7 @@
 //   its "full" barrier with the expected bytes, and issues the two TMA copies.
 #include "kernels/gemm_epilogue.cuh"
 #include "kernels/launch.h"
-
-#include <cuda.h>
-#include <cudaTypedefs.h>
+#include "kernels/ptx_sm90.cuh"
 
 #include <mutex>
 
@@ -31,72 +29,20 @@ constexpr int kTileElems = kBM * kBK;                 // one operand tile: 128 r
 constexpr int kStageBytes = 2 * kTileElems * 2;       // A and B, 16-bit elements
 constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes + 1024 + 2 * kStages * sizeof(std::uint64_t);
 
-__device__ __forceinline__ std::uint32_t smem(const void* p) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem(bar)) : "memory");
-}
-// Waits until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
-  std::uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem(bar)), "r"(parity)
-        : "memory");
-  }
-}
-
-// Copies the box at (c0 = K, c1 = row) of the operand `map` describes into shared memory.
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-          smem(dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem(bar)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
 // A K-major operand in the 128B-swizzled canonical layout: 8-row atoms of 128-byte rows (the
-// stride between atoms, SBO, is 1024 bytes); the K offset inside a row moves the start address.
+// stride between atoms, SBO, is 1024 bytes; the leading byte offset is unused there and 1 by
+// convention); the K offset inside a row moves the start address.
 __device__ __forceinline__ std::uint64_t smem_desc(const void* p) {
-  const std::uint64_t address = smem(p);
+  const std::uint64_t address = sm90::smem(p);
   return ((address & 0x3ffff) >> 4) | (std::uint64_t{16 >> 4} << 16) | (std::uint64_t{1024 >> 4} << 32) |
          (std::uint64_t{1} << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-
-// d (64×128 per warpgroup, 64 FP32 a thread) += A(64×16) · B(16×128), both from shared memory.
-template <class T> __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b));
-  } else {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b));
-  }
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Params p) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ unsigned char shared_raw[];
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(HT_SIMT)
+  HT_DYNAMIC_SHARED(unsigned char, shared_raw);
   // 128B-swizzled TMA destinations must be 1024-byte aligned.
   unsigned char* base =
       reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(shared_raw) + 1023) & ~std::uintptr_t{1023});
@@ -106,10 +52,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kConsumers);
+      sm90::mbar_init(&full[s], 1);
+      sm90::mbar_init(&empty[s], kConsumers);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    sm90::fence_mbar_init();
   }
   __syncthreads();
   const int k_tiles = static_cast<int>((p.K + kBK - 1) / kBK);
@@ -119,11 +65,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (t == 0) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % kStages;
-        mbar_wait(&empty[s], ((kt / kStages) & 1) ^ 1);
-        mbar_expect_tx(&full[s], kStageBytes);
+        sm90::mbar_wait(&empty[s], ((kt / kStages) & 1) ^ 1);
+        sm90::mbar_expect_tx(&full[s], kStageBytes);
         T* a_tile = tiles + s * 2 * kTileElems;
-        tma_load(a_tile, &map_a, &full[s], kt * kBK, m0);
-        tma_load(a_tile + kTileElems, &map_b, &full[s], kt * kBK, n0);
+        sm90::tma_load_2d(a_tile, &map_a, &full[s], kt * kBK, m0);
+        sm90::tma_load_2d(a_tile + kTileElems, &map_b, &full[s], kt * kBK, n0);
       }
     }
     return;
@@ -134,15 +80,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 64; ++i) d[i] = 0.0f;
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int s = kt % kStages;
-    mbar_wait(&full[s], (kt / kStages) & 1);
+    sm90::mbar_wait(&full[s], (kt / kStages) & 1);
     const T* a_tile = tiles + s * 2 * kTileElems + c * 64 * kBK;
     const T* b_tile = tiles + s * 2 * kTileElems + kTileElems;
-    wgmma_fence();
+    sm90::wgmma_fence();
     HT_UNROLL
-    for (int k = 0; k < kBK / 16; ++k) wgmma_m64n128k16<T>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
-    wgmma_commit();
-    wgmma_wait_all();
-    if (t == 0) mbar_arrive(&empty[s]);  // this warpgroup is done reading stage s
+    for (int k = 0; k < kBK / 16; ++k) sm90::wgmma_m64n128k16<T>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    if (t == 0) sm90::mbar_arrive(&empty[s]);  // this warpgroup is done reading stage s
   }
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each
   // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1), in d[4j .. 4j + 3].
@@ -159,18 +105,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult result{};
-    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &result);
-    if (e != cudaSuccess || result != cudaDriverEntryPointSuccess || !f)
-      ht::call_failed("cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", cudaGetErrorString(e), __FILE__, __LINE__);
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // A (rows × K) row-major operand, read in 64 × 128 boxes with the 128B swizzle; outside the
 // matrix TMA fills zeros.
 CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DType dtype) {
@@ -179,7 +113,7 @@ CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DTyp
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * 2};
   const cuuint32_t box[2] = {kBK, kBM};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encoder()(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+  const CUresult r = sm90::encode_tensor_map(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
                                const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) ht::call_failed("cuTensorMapEncodeTiled", "cannot describe the operand", __FILE__, __LINE__);

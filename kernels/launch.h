@@ -17,11 +17,10 @@ HT_KERNELS(HT_DECLARE_LAUNCH)
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
 void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);   // tensor cores, sm_80+
 void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
-#if !defined(HT_SIMT)
-// Hopper (sm_90a): wgmma + TMA, the forward (nt) product only; see kernels/gemm_wgmma.cu.
+// Hopper (sm_90a; the emulator's sm_90): wgmma + TMA, the forward (nt) product only; see
+// kernels/gemm_wgmma.cu.
 bool gemm_wgmma_supports(const GemmArgs& g);
 void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s);
-#endif
 
 // Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks (independent of the
 // device, so every GPU sums the norm in the same order).

@@ -14,6 +14,7 @@
 // In a racecheck build every GPU thread is also a ThreadSanitizer fiber; simt/racecheck.h says
 // which edges the scheduler tells TSan about, and why only those.
 #include "ground/error.h"
+#include "simt/block_hooks.h"
 #include "simt/emulator.h"
 #include "simt/racecheck.h"
 #include "simt/simt.h"
@@ -98,11 +99,13 @@ struct PooledStack {
 // Thrown inside a parked thread to unwind it when its block is abandoned.
 struct Cancelled {};
 
-enum class State { not_started, runnable, at_barrier, at_warp, done };
+enum class State { not_started, runnable, at_barrier, at_warp, at_warpgroup, at_async, done };
 const char* state_name(State s) {
   switch (s) {
     case State::at_barrier: return "__syncthreads";
     case State::at_warp: return "a warp collective";
+    case State::at_warpgroup: return "a warpgroup operation";
+    case State::at_async: return "an asynchronous wait";
     case State::done: return "exited";
     default: return "runnable";
   }
@@ -154,6 +157,8 @@ struct Thread {
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;
   void* race_fiber = nullptr;  // racecheck: this thread's TSan fiber
+  const std::function<bool()>* ready = nullptr;  // at_async: what it waits for (wait_until)
+  const char* waiting_for = "";
 };
 
 struct Warp {
@@ -169,11 +174,22 @@ struct Warp {
   std::array<char, 2> sync{};    // racecheck: released by arriving lanes, acquired by leaving ones
 };
 
+// The 128 threads of warps 4w..4w+3, in an operation they issue together (wgmma and friends).
+struct Warpgroup {
+  unsigned arrived = 0;
+  const char* what = "";
+  unsigned generation = 0;
+  std::array<char, 2> sync{};  // racecheck, as Warp::sync
+};
+
 struct Block {
   const char* kernel = "";
   uint3 index{};
   std::vector<Thread> threads;
   std::vector<Warp> warps;
+  std::vector<Warpgroup> warpgroups;
+  std::unique_ptr<AsyncUnit> async;  // mbarriers, TMA copies, wgmma groups (simt/hopper.cpp)
+  std::size_t dynamic_shared_bytes = 0;
   unsigned at_barrier = 0, done = 0;
   int reduce_count = 0, reduce_and = 1, reduce_or = 0;     // accumulating for this barrier
   int result_count = 0, result_and = 1, result_or = 0;      // of the last released barrier
@@ -260,6 +276,13 @@ std::string describe_stall(const Block& b) {
     for (unsigned l = 0; l < 32; ++l)
       if (missing >> l & 1u) out += fmt::format(" {} ({})", l, state_name(b.threads[w * 32 + l].state));
   }
+  for (std::size_t g = 0; g < b.warpgroups.size(); ++g)
+    if (b.warpgroups[g].arrived)
+      out += fmt::format("; warpgroup {} waits in {} with {} of its 128 threads", g, b.warpgroups[g].what, b.warpgroups[g].arrived);
+  std::unordered_map<std::string, unsigned> waits;
+  for (const Thread& t : b.threads)
+    if (t.state == State::at_async) ++waits[t.waiting_for];
+  for (const auto& [what, count] : waits) out += fmt::format("; {} threads wait in {}", count, what);
   if (b.at_barrier) out += fmt::format("; {} threads wait at __syncthreads", b.at_barrier);
   return out;
 }
@@ -283,6 +306,7 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
     bool ran = false;
     for (unsigned linear : sequence) {
       Thread& t = b.threads[linear];
+      if (t.state == State::at_async && (*t.ready)()) t.state = State::runnable;
       if (t.state != State::runnable && t.state != State::not_started) continue;
       ran = true;
       b.current = &t;
@@ -299,6 +323,11 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
             for (auto& group : t.committed)  // copies still in flight land, as on a GPU
               for (const PendingCopy& c : group) do_copy(c);
             for (const PendingCopy& c : t.open_group) do_copy(c);
+            const auto linear = static_cast<unsigned>(&t - b.threads.data());
+            if (linear / 128 < b.warpgroups.size() && b.warpgroups[linear / 128].arrived)
+              kernel_error(fmt::format("{} issued by fewer than the four warps of warpgroup {}: this thread exits instead",
+                                       b.warpgroups[linear / 128].what, linear / 128).c_str());
+            if (b.async) b.async->thread_exit(linear);
           } catch (const Cancelled&) {
           } catch (...) {
             if (!b.error) b.error = std::current_exception();
@@ -324,7 +353,10 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
         std::rethrow_exception(b.error);
       }
     }
-    if (b.done == n) return;
+    if (b.done == n) {
+      if (b.async) b.async->block_end();
+      return;
+    }
     if (b.at_barrier > 0 && b.at_barrier + b.done == n) {
       if (b.done > 0) {
         const std::string message = fmt::format(
@@ -346,6 +378,7 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
       b.reduce_or = 0;
       continue;
     }
+    if (!ran && b.async && b.async->progress()) continue;  // in-flight work lands; waiters may go on
     if (!ran) {
       const std::string stall = describe_stall(b);
       cancel_parked_threads(b);
@@ -515,7 +548,10 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
 
   const std::function<void()> job = [&] {
     // Per-worker block state, reused across the blocks this worker runs.
-    std::unique_ptr<std::byte[]> dynamic_shared(new std::byte[std::max<std::size_t>(1, dynamic_shared_bytes)]);
+    // 1024-byte aligned, as the 128-byte swizzle's pattern repeats (simt/hopper.cpp).
+    const std::unique_ptr<std::byte, void (*)(std::byte*)> dynamic_shared(
+        static_cast<std::byte*>(::operator new(std::max<std::size_t>(1, dynamic_shared_bytes), std::align_val_t{1024})),
+        [](std::byte* p) { ::operator delete(p, std::align_val_t{1024}); });
     for (std::uint64_t linear; !failed && (linear = next.fetch_add(1)) < blocks;) {
       Block b;
       b.kernel = kernel;
@@ -526,6 +562,7 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
         b.threads[t].idx = {static_cast<unsigned>(t % block.x), static_cast<unsigned>(t / block.x % block.y),
                             static_cast<unsigned>(t / (std::uint64_t{block.x} * block.y))};
       b.warps.resize((threads_per_block + 31) / 32);
+      b.warpgroups.resize(threads_per_block / 128);
       for (std::uint64_t w = 0; w < b.warps.size(); ++w) {
         const std::uint64_t lanes = std::min<std::uint64_t>(32, threads_per_block - w * 32);
         b.warps[w].present = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
@@ -533,6 +570,7 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
       // Uninitialised shared memory reads as NaN / -1, so a missing store shows up in results.
       std::memset(dynamic_shared.get(), 0xff, dynamic_shared_bytes);
       b.dynamic_shared = dynamic_shared.get();
+      b.dynamic_shared_bytes = dynamic_shared_bytes;
       blockIdx = b.index;
       blockDim = {block.x, block.y, block.z};
       gridDim = {grid.x, grid.y, grid.z};
@@ -676,6 +714,63 @@ void cp_async_wait(int newest_groups_left_pending) {
     for (const PendingCopy& c : t.committed.front()) do_copy(c);
     t.committed.pop_front();
   }
+}
+
+// ---- hooks for asynchronous units (simt/block_hooks.h) -------------------------------------
+
+AsyncUnit& block_async(const std::function<std::unique_ptr<AsyncUnit>()>& make) {
+  Block& b = current_block();
+  if (!b.async) b.async = make();
+  return *b.async;
+}
+
+void wait_until(const char* what, const std::function<bool()>& ready) {
+  if (ready()) return;
+  Block& b = current_block();
+  b.current->ready = &ready;
+  b.current->waiting_for = what;
+  park(b, State::at_async);
+  b.current->ready = nullptr;
+}
+
+unsigned thread_linear() { return current_block().current_linear; }
+unsigned block_threads() { return static_cast<unsigned>(current_block().threads.size()); }
+
+std::byte* shared_window(std::size_t* bytes) {
+  Block& b = current_block();
+  *bytes = b.dynamic_shared_bytes;
+  return static_cast<std::byte*>(b.dynamic_shared);
+}
+
+void warpgroup_collective(const char* what, const std::function<void()>& complete) {
+  Block& b = current_block();
+  const unsigned group = b.current_linear / 128, base = group * 128;
+  if (group >= b.warpgroups.size())
+    kernel_error(fmt::format("{} issued by fewer than the four warps of a warpgroup: warp {} is in a warpgroup the block "
+                             "({} threads) does not fill", what, b.current_linear / 32, b.threads.size()).c_str());
+  Warpgroup& g = b.warpgroups[group];
+  for (unsigned l = 0; l < 128; ++l)
+    if (b.threads[base + l].state == State::done)
+      kernel_error(fmt::format("{} issued by fewer than the four warps of warpgroup {}: {} has exited", what, group,
+                               b.thread_name(base + l)).c_str());
+  if (g.arrived == 0) {
+    g.what = what;
+  } else if (std::strcmp(g.what, what) != 0) {
+    kernel_error(fmt::format("divergent warpgroup operations: {} while other threads of warpgroup {} wait in {}", what, group,
+                             g.what).c_str());
+  }
+  const unsigned generation = g.generation;
+  race::release(&g.sync[generation % 2]);
+  if (++g.arrived == 128) {
+    complete();
+    g.arrived = 0;
+    ++g.generation;
+    for (unsigned l = 0; l < 128; ++l)
+      if (base + l != b.current_linear) b.threads[base + l].state = State::runnable;
+  } else {
+    park(b, State::at_warpgroup);
+  }
+  race::acquire(&g.sync[generation % 2]);
 }
 
 unsigned shuffle_source(Collective kind, unsigned lane, int arg, int width) {

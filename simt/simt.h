@@ -24,12 +24,14 @@
 #undef __shared__
 #undef __constant__
 #undef __launch_bounds__
+#undef __grid_constant__
 #define __host__
 #define __device__
 #define __global__
 #define __shared__ static thread_local
 #define __constant__ static
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 #include <atomic>
 #include <bit>

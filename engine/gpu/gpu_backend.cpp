@@ -85,10 +85,8 @@ class GpuBackend final : public Backend {
     HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
     HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
     stream_.sm_count = props_.multiProcessorCount;
-#if !defined(HT_SIMT)
     const char* env = std::getenv("HALFTAPE_WGMMA");
     use_wgmma_ = props_.major == 9 && props_.minor == 0 && !(env && std::string(env) == "0") && wgmma_self_check(*this, stream_);
-#endif
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
@@ -101,7 +99,10 @@ class GpuBackend final : public Backend {
 
   Device device() const override { return kDevice; }
   std::string description() const override {
-    if (kDevice == Device::simt) return fmt::format("simt (SIMT emulator, {} worker threads)", props_.multiProcessorCount);
+#if defined(HT_SIMT)
+    return fmt::format("simt (SIMT emulator of an {}, {} worker threads{})", emu::arch().name, props_.multiProcessorCount,
+                       use_wgmma_ ? ", wgmma GEMM" : "");
+#endif
     return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB{})", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
                        static_cast<double>(props_.totalGlobalMem) / (1 << 30), use_wgmma_ ? ", wgmma GEMM" : "");
   }
@@ -201,12 +202,10 @@ class GpuBackend final : public Backend {
     const bool tensor_cores = a.gemm.dtype != DType::f32;  // fp32 stays on CUDA cores (no TF32)
     if (gemm_impl_ == GemmImpl::native && tensor_cores) {
       if (a.gemm.M == 0 || a.gemm.N == 0) return;
-#if !defined(HT_SIMT)
       if (use_wgmma_ && gemm_wgmma_supports(a.gemm)) {
         launch_gemm_wgmma(a, stream_);
         return;
       }
-#endif
       mma_linear_gemm(a);
       return;
     }
@@ -278,7 +277,7 @@ class GpuBackend final : public Backend {
 
  private:
   CachingAllocator allocator_;
-  bool use_wgmma_ = false;  // sm_90 and self-checked (never on the emulator)
+  bool use_wgmma_ = false;  // sm_90 (HALFTAPE_SIMT_ARCH=sm_90 on the emulator) and self-checked
   GemmImpl gemm_impl_ = GemmImpl::native;
   bool capturing_ = false;
   std::vector<void*> graph_owned_;

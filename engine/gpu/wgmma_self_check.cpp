@@ -30,7 +30,9 @@ bool is_sticky_cuda_error(cudaError_t e) {
 
 #if defined(HT_SIMT)
 
-bool wgmma_self_check(Backend&, const Stream&) { return false; }  // the emulator has no wgmma (yet)
+// On the emulator a faulty kernel is a kernel error or a failed test against FP64 (tests/test_gemm.cpp),
+// never a silent fallback that would hide it.
+bool wgmma_self_check(Backend&, const Stream&) { return true; }
 
 #else
 

@@ -3,7 +3,8 @@
 // deadline: a hang is an error naming HALFTAPE_WGMMA=0, never a frozen start-up; so is a
 // sticky fault (an illegal instruction or address leaves the GPU context unusable, and the
 // fallback would only fail later with an unrelated error). A plain disagreement or a launch
-// the driver refuses falls back to mma.sync with a warning on stderr.
+// the driver refuses falls back to mma.sync with a warning on stderr. On the emulator's sm_90
+// there is no fallback: the kernel is used, and a fault in it is an error.
 #pragma once
 
 #include "engine/backend.h"

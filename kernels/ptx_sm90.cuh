@@ -1,0 +1,142 @@
+// The Hopper (sm_90a) instructions the wgmma GEMM uses, as functions: inline PTX under nvcc, the
+// SIMT emulator's implementations (simt/hopper.cpp) otherwise - so kernels/gemm_wgmma.cu is one
+// source for both, as kernels/ptx.cuh does for mma.sync. Semantics: the PTX ISA's sections on
+// mbarrier, cp.async.bulk.tensor and wgmma; simt/hopper.h says what the emulator checks.
+#pragma once
+
+#include "kernels/gpu.h"
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(HT_SIMT)
+#include "simt/hopper.h"
+#else
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#endif
+
+namespace ht::gpu::inline HT_GPU_NS::sm90 {
+
+#if defined(HT_SIMT)
+
+inline std::uint32_t smem(const void* p) { return ht::emu::shared_address(p); }
+inline void mbar_init(std::uint64_t* bar, unsigned count) { ht::emu::mbarrier_init(bar, count); }
+inline void fence_mbar_init() { ht::emu::fence_mbarrier_init(); }
+inline void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) { ht::emu::mbarrier_arrive_expect_tx(bar, bytes); }
+inline void mbar_arrive(std::uint64_t* bar) { ht::emu::mbarrier_arrive(bar); }
+inline void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  while (!ht::emu::mbarrier_try_wait_parity(bar, parity)) {}
+}
+inline void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1) {
+  const int coords[2] = {c0, c1};
+  ht::emu::tma_load(dst, map, bar, coords, 2);
+}
+inline void fence_proxy_async() { ht::emu::fence_proxy_async(); }
+inline void wgmma_fence() { ht::emu::wgmma_fence(); }
+inline void wgmma_commit() { ht::emu::wgmma_commit_group(); }
+template <int kPending> inline void wgmma_wait() { ht::emu::wgmma_wait_group(kPending); }
+template <class T> inline void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b) {
+  ht::emu::wgmma_mma_async(std::is_same_v<T, __nv_bfloat16>, 128, d, desc_a, desc_b, 1, 1, 1, 0, 0);
+}
+template <bool kIncrease, unsigned kRegisters> inline void setmaxnreg() { ht::emu::setmaxnreg(kIncrease, kRegisters); }
+
+inline CUresult encode_tensor_map(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                  const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
+  return ht::emu::encode_tensor_map_tiled(map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle,
+                                          l2, fill);
+}
+
+#else
+
+__device__ __forceinline__ std::uint32_t smem(const void* p) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem(bar)), "r"(count));
+}
+__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem(bar)) : "memory");
+}
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  std::uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem(bar)), "r"(parity)
+        : "memory");
+  }
+}
+
+// Copies the box at (c0, c1) (innermost first) of the tensor `map` describes into shared memory.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          smem(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+template <bool kIncrease, unsigned kRegisters> __device__ __forceinline__ void setmaxnreg() {
+  if constexpr (kIncrease) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+// d (64×128 per warpgroup, 64 FP32 a thread) += A(64×16) · B(16×128), both from shared memory.
+#define HT_WGMMA_D64                                                                                                     \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), \
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), \
+      "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+      "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), \
+      "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), \
+      "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
+      "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define HT_WGMMA_REGS64                                                                                             \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+template <class T> __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HT_WGMMA_REGS64 ", %64, %65, 1, 1, 1, 0, 0;\n"
+                 : HT_WGMMA_D64
+                 : "l"(desc_a), "l"(desc_b));
+  else
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HT_WGMMA_REGS64 ", %64, %65, 1, 1, 1, 0, 0;\n"
+                 : HT_WGMMA_D64
+                 : "l"(desc_a), "l"(desc_b));
+}
+#undef HT_WGMMA_D64
+#undef HT_WGMMA_REGS64
+
+// cuTensorMapEncodeTiled, through the runtime's driver entry point (no -lcuda).
+inline CUresult encode_tensor_map(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                  const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult result{};
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &result);
+    if (e != cudaSuccess || result != cudaDriverEntryPointSuccess || !f)
+      ht::call_failed("cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)", cudaGetErrorString(e), __FILE__, __LINE__);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return encode(map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle, l2, fill);
+}
+
+#endif
+
+}  // namespace ht::gpu::inline HT_GPU_NS::sm90

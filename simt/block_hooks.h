@@ -1,0 +1,46 @@
+// What the scheduler offers the emulation of asynchronous hardware (simt/hopper.cpp): state
+// kept per block, threads that wait for a condition instead of a barrier, operations that
+// the 128 threads of a warpgroup issue together, and a say in when in-flight work lands.
+// Internal to simt/; kernels never see it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+namespace ht::emu {
+
+// Per-block state of asynchronous units (mbarriers, TMA copies, wgmma groups). The scheduler
+// calls progress() when no thread can run - in-flight work lands as late as it may, so a
+// thread that reads it without waiting reads stale data - and thread_exit()/block_end() when
+// a thread or the block finishes; each may throw a kernel error.
+class AsyncUnit {
+ public:
+  virtual ~AsyncUnit() = default;
+  virtual bool progress() = 0;  // lands some in-flight work; false when there is none
+  virtual void thread_exit(unsigned linear) = 0;
+  virtual void block_end() = 0;
+};
+
+// The calling block's unit, made by `make` on first use.
+AsyncUnit& block_async(const std::function<std::unique_ptr<AsyncUnit>()>& make);
+
+// Parks the calling thread until ready() holds (checked whenever the scheduler goes round);
+// `what` names the wait in a deadlock report.
+void wait_until(const char* what, const std::function<bool()>& ready);
+
+// The calling thread's linear index in its block, and the number of threads in the block.
+unsigned thread_linear();
+unsigned block_threads();
+
+// An operation all 128 threads of the caller's warpgroup (warps 4w..4w+3) issue together:
+// every thread arrives with the same `what`; the last to arrive runs `complete`, then all go
+// on. A thread of the warpgroup that has exited, or a warpgroup the block does not fill, is a
+// kernel error ("issued by fewer than the four warps of a warpgroup").
+void warpgroup_collective(const char* what, const std::function<void()>& complete);
+
+// The block's shared-memory window: dynamic shared memory, 1024-byte aligned, whose offsets
+// are what __cvta_generic_to_shared returns.
+std::byte* shared_window(std::size_t* bytes);
+
+}  // namespace ht::emu

@@ -1,0 +1,610 @@
+// Hopper's asynchronous units on the CPU: mbarriers, the tensor memory accelerator (TMA) and
+// wgmma, following the PTX ISA ("Asynchronous warpgroup level matrix multiply-accumulate",
+// "mbarrier", "cp.async.bulk.tensor") and the driver's cuTensorMapEncodeTiled.
+//
+//   mbarrier   - per block, keyed by its shared-memory offset: expected and pending arrivals, a
+//                transaction count and the phase. A phase completes when its arrivals are in
+//                and its transaction count is back to 0; try_wait.parity(p) holds once the
+//                current phase's parity is not p.
+//   TMA        - a copy is queued at issue and lands when no thread of the block can run (as
+//                late as it may), gathering the box from global memory (zeros, or NaN, outside
+//                the tensor), writing it row-major and swizzled, then completing its bytes on
+//                its mbarrier.
+//   wgmma      - an operation of the whole warpgroup, queued at issue; its accumulators hold a
+//                poison NaN until the wgmma.wait_group that retires it computes A·B (sums in
+//                double, rounded once) and writes them back.
+// Operands and destinations are addressed as the hardware does: a byte offset in the shared
+// window, swizzled by its own address bits (bits [4, 4 + b) XOR bits [7, 7 + b)), which is why
+// swizzled tiles must sit on the pattern's 256/512/1024-byte boundary.
+#include "simt/hopper.h"
+
+#include "ground/error.h"
+#include "simt/block_hooks.h"
+#include "simt/emulator.h"
+#include "simt/racecheck.h"
+#include "simt/simt.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ht::emu {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& what) { kernel_error(what.c_str()); }
+
+void require_sm90(const char* instruction) {
+  if (arch().major < 9)
+    refuse(fmt::format("{} needs sm_90; the emulated GPU is {} (HALFTAPE_SIMT_ARCH=sm_90 emulates a Hopper GPU)", instruction,
+                       arch().name));
+}
+
+// ---- the tensor map ------------------------------------------------------------------------
+
+constexpr std::uint32_t kMapMagic = 0x54a3a9e1u;
+struct EncodedMap {
+  std::uint32_t magic;
+  std::uint8_t rank, element_bytes, oob_nan;
+  std::uint16_t span;  // swizzle bytes: 0, 32, 64, 128
+  std::uint16_t box[5];
+  std::uint64_t address;
+  std::uint64_t dims[5];
+  std::uint64_t strides[5];  // bytes between consecutive indices of dimension d (strides[0]: the element)
+};
+static_assert(sizeof(EncodedMap) <= sizeof(CUtensorMap));
+
+EncodedMap decode_map(const CUtensorMap* map) {
+  EncodedMap m;
+  std::memcpy(&m, map, sizeof(m));
+  if (m.magic != kMapMagic) refuse("cp.async.bulk.tensor with a CUtensorMap that cuTensorMapEncodeTiled did not encode");
+  return m;
+}
+
+// ---- per-block state -------------------------------------------------------------------------
+
+struct Mbarrier {
+  unsigned expected = 0, pending = 0;
+  std::int64_t tx = 0;
+  unsigned phase = 0;
+  std::uint64_t marker = 0;  // what init wrote into the word: a store over it is caught
+  char sync = 0;             // racecheck: arrivals and transactions release, waits acquire
+};
+
+struct TmaCopy {
+  EncodedMap map;
+  std::array<int, 5> coords{};
+  std::uint32_t dst = 0;  // shared offset
+  std::uint32_t bar = 0;
+  unsigned phase = 0;     // of the mbarrier, at issue
+  unsigned issuer = 0;
+  std::vector<std::uint32_t> offsets;  // shared offset of each element, in box order
+  std::vector<std::byte> before;       // the destination at issue
+  std::unique_ptr<char> sync = std::make_unique<char>();  // racecheck: issue -> landing
+};
+
+struct WgmmaOp {
+  bool bf16 = false;
+  int n = 0;
+  std::uint64_t desc_a = 0, desc_b = 0;
+  bool scale_d = true;
+  float scale_a = 1, scale_b = 1;
+  std::array<float*, 128> acc{};
+  std::vector<std::uint32_t> chunks;  // 16-byte chunks of shared memory it reads
+  std::vector<std::byte> before;      // their contents at issue
+};
+
+struct InFlightAccumulator {
+  std::vector<float> values;  // the accumulator as the queued operations leave it
+  int ops = 0;
+};
+
+struct WarpgroupState {
+  std::array<float*, 128> staged_acc{};  // each thread's accumulator, handed in before the collective
+  std::array<std::uint64_t, 128> staged_a{}, staged_b{};
+  std::vector<WgmmaOp> open;
+  std::deque<std::vector<WgmmaOp>> committed;
+  std::array<std::map<float*, InFlightAccumulator>, 128> in_flight;
+  bool fenced = false;
+};
+
+std::uint32_t poison_bits() { return 0x7fcbad00u; }  // a quiet NaN that no arithmetic produces
+float poison() { return std::bit_cast<float>(poison_bits()); }
+
+class Hopper final : public AsyncUnit {
+ public:
+  Hopper() { window_ = shared_window(&window_bytes_); }
+
+  std::byte* at(std::uint32_t offset, std::size_t bytes, const char* what) const {
+    if (std::size_t{offset} + bytes > window_bytes_)
+      refuse(fmt::format("{} at shared offset {} ({} bytes) lies outside the block's {} bytes of shared memory", what, offset,
+                         bytes, window_bytes_));
+    return window_ + offset;
+  }
+
+  Mbarrier& barrier(std::uint64_t* word, const char* what) {
+    const std::uint32_t offset = shared_address(word);
+    const auto it = barriers_.find(offset);
+    if (it == barriers_.end()) refuse(fmt::format("{} on shared offset {}, which mbarrier.init never initialised", what, offset));
+    if (*word != it->second.marker)
+      refuse(fmt::format("{}: the mbarrier at shared offset {} was overwritten by a store since mbarrier.init", what, offset));
+    return it->second;
+  }
+
+  void init(std::uint64_t* word, unsigned count) {
+    const std::uint32_t offset = shared_address(word);
+    if (offset % 8) refuse(fmt::format("mbarrier.init at shared offset {}: an mbarrier is 8-byte aligned", offset));
+    if (count < 1 || count > (1u << 20) - 1) refuse(fmt::format("mbarrier.init with count {}: 1 to 2^20 - 1", count));
+    for (const TmaCopy& c : copies_)
+      if (c.bar == offset) refuse(fmt::format("mbarrier.init at shared offset {} while a TMA copy still counts on it", offset));
+    Mbarrier& m = barriers_[offset];
+    m.expected = m.pending = count;
+    m.tx = 0;
+    m.phase = 0;
+    m.marker = 0x6d62617200000000ull | (std::uint64_t{offset} << 8) | 0x5a;
+    *word = m.marker;
+  }
+
+  void complete_phase_if_done(Mbarrier& m) {
+    if (m.pending == 0 && m.tx == 0) {
+      ++m.phase;
+      m.pending = m.expected;
+    }
+  }
+
+  void expect_tx(Mbarrier& m, unsigned bytes) {
+    if (bytes > (1u << 20) - 1) refuse(fmt::format("mbarrier expect_tx of {} bytes: at most 2^20 - 1", bytes));
+    m.tx += bytes;
+  }
+
+  void arrive(Mbarrier& m) {
+    race::release(&m.sync);
+    if (m.pending == 0) refuse("mbarrier.arrive on a phase with no arrivals pending");
+    --m.pending;
+    if (m.pending == 0 && m.tx < 0)
+      refuse(fmt::format("mbarrier transaction count overrun: its copies completed {} bytes more than arrive.expect_tx armed",
+                         -m.tx));
+    complete_phase_if_done(m);
+  }
+
+  void issue_copy(TmaCopy&& c) { copies_.push_back(std::move(c)); }
+
+  // Lands the oldest copy.
+  bool progress() override {
+    if (copies_.empty()) return false;
+    TmaCopy c = std::move(copies_.front());
+    copies_.pop_front();
+    land(c);
+    return true;
+  }
+
+  void land(TmaCopy& c) {
+    const std::size_t eb = c.map.element_bytes;
+    // The destination must hold what it held at issue: nothing may write it while the copy is in flight.
+    for (std::size_t e = 0; e < c.offsets.size(); ++e)
+      if (std::memcmp(window_ + c.offsets[e], c.before.data() + e * eb, eb) != 0)
+        refuse(fmt::format("shared memory at offset {} was written while a TMA copy into it (issued by thread {}) was in "
+                           "flight, before its mbarrier's phase completed", c.offsets[e], c.issuer));
+    std::unordered_set<std::uint32_t> read_by_wgmma;
+    for (const WarpgroupState& g : warpgroups_) {
+      for (const WgmmaOp& op : g.open) read_by_wgmma.insert(op.chunks.begin(), op.chunks.end());
+      for (const auto& group : g.committed)
+        for (const WgmmaOp& op : group) read_by_wgmma.insert(op.chunks.begin(), op.chunks.end());
+    }
+    race::acquire(c.sync.get());
+    std::array<std::uint64_t, 5> index{};
+    const EncodedMap& m = c.map;
+    for (std::size_t e = 0; e < c.offsets.size(); ++e) {
+      if (read_by_wgmma.count(c.offsets[e] / 16))
+        refuse(fmt::format("a TMA copy (issued by thread {}) lands on shared offset {}, which an in-flight wgmma reads (a "
+                           "wgmma.wait_group is missing before the stage was released)", c.issuer, c.offsets[e]));
+      bool inside = true;
+      std::uint64_t src = m.address;
+      for (int d = 0; d < m.rank; ++d) {
+        const std::int64_t coord = std::int64_t{c.coords[static_cast<std::size_t>(d)]} + static_cast<std::int64_t>(index[d]);
+        if (coord < 0 || static_cast<std::uint64_t>(coord) >= m.dims[d]) inside = false;
+        else src += static_cast<std::uint64_t>(coord) * m.strides[d];
+      }
+      std::byte* dst = window_ + c.offsets[e];
+      if (inside) {
+        race::read(reinterpret_cast<const void*>(src), eb);
+        std::memcpy(dst, reinterpret_cast<const void*>(src), eb);
+      } else if (m.oob_nan) {
+        const std::uint64_t nan = eb == 2 ? 0x7fffu : (eb == 4 ? 0x7fffffffu : 0x7fffffffffffffffull);
+        std::memcpy(dst, &nan, eb);
+      } else {
+        std::memset(dst, 0, eb);
+      }
+      race::write(dst, eb);
+      for (int d = 0; d < m.rank && ++index[d] == m.box[d]; ++d) index[d] = 0;
+    }
+    const auto it = barriers_.find(c.bar);
+    if (it == barriers_.end()) refuse("a TMA copy completes on an mbarrier that no longer exists");
+    Mbarrier& bar = it->second;
+    if (bar.phase != c.phase)
+      refuse(fmt::format("a TMA copy (issued by thread {}) completes its bytes on mbarrier {} after the phase it was issued in "
+                         "had completed: arrive.expect_tx armed fewer bytes than the copies carry", c.issuer, c.bar));
+    bar.tx -= static_cast<std::int64_t>(c.offsets.size() * eb);
+    if (bar.pending == 0 && bar.tx < 0)
+      refuse(fmt::format("mbarrier transaction count overrun on mbarrier {}: its copies completed {} bytes more than "
+                         "arrive.expect_tx armed", c.bar, -bar.tx));
+    race::release(&bar.sync);
+    complete_phase_if_done(bar);
+  }
+
+  WarpgroupState& warpgroup(unsigned linear) {
+    if (warpgroups_.size() <= linear / 128) warpgroups_.resize(linear / 128 + 1);
+    return warpgroups_[linear / 128];
+  }
+
+  void thread_exit(unsigned linear) override {
+    if (linear / 128 >= warpgroups_.size()) return;
+    const WarpgroupState& g = warpgroups_[linear / 128];
+    if (!g.open.empty() || !g.committed.empty() || !g.in_flight[linear % 128].empty())
+      refuse(fmt::format("a thread of warpgroup {} exits with wgmma operations in flight: its accumulators are read or "
+                         "dropped before a wgmma.wait_group retired them", linear / 128));
+  }
+
+  void block_end() override {
+    if (!copies_.empty())
+      refuse(fmt::format("the block ends with {} TMA copies in flight (nothing waited on their mbarrier)", copies_.size()));
+  }
+
+  std::byte* window() const { return window_; }
+
+ private:
+  std::byte* window_ = nullptr;
+  std::size_t window_bytes_ = 0;
+  std::unordered_map<std::uint32_t, Mbarrier> barriers_;
+  std::deque<TmaCopy> copies_;
+  std::vector<WarpgroupState> warpgroups_;
+};
+
+Hopper& hopper() {
+  return static_cast<Hopper&>(block_async([] { return std::make_unique<Hopper>(); }));
+}
+
+// ---- wgmma -----------------------------------------------------------------------------------
+
+struct Descriptor {
+  std::uint32_t start, lbo, sbo;
+  unsigned base_offset, span;
+};
+
+Descriptor decode(std::uint64_t d) {
+  constexpr std::uint64_t kReserved = (std::uint64_t{3} << 14) | (std::uint64_t{3} << 30) | (std::uint64_t{7} << 46) |
+                                      (std::uint64_t{0x3ff} << 52);
+  if (d & kReserved) throw Error(fmt::format("wgmma matrix descriptor 0x{:016x} sets reserved bits", d));
+  Descriptor r{static_cast<std::uint32_t>(d & 0x3fff) << 4, static_cast<std::uint32_t>(d >> 16 & 0x3fff) << 4,
+               static_cast<std::uint32_t>(d >> 32 & 0x3fff) << 4, static_cast<unsigned>(d >> 49 & 7), 0};
+  static constexpr unsigned kSpan[4] = {0, 128, 64, 32};  // layout type: none, 128B, 64B, 32B
+  r.span = kSpan[d >> 62];
+  if (r.base_offset != 0)
+    throw Error(fmt::format("wgmma matrix descriptor 0x{:016x}: base offset {} is not emulated (keep swizzled tiles on the "
+                            "pattern's boundary, where it is 0)", d, r.base_offset));
+  if (r.span != 0 && r.lbo != 16)
+    throw Error(fmt::format("wgmma matrix descriptor 0x{:016x}: a K-major swizzled operand has no leading byte offset "
+                            "(its K extent fits in a swizzle row); the field must be 1 (16 bytes), as CuTe's make_gmma_desc "
+                            "writes, not {} bytes", d, r.lbo));
+  return r;
+}
+
+void load_operand(const Hopper& h, std::uint64_t desc, int rows, bool bf16, float* out, std::vector<std::uint32_t>* chunks) {
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < 16; ++k) {
+      std::uint32_t offset = 0;
+      try {
+        offset = wgmma_operand_offset(desc, r, k, 2);
+      } catch (const Error& e) {
+        refuse(e.what());
+      }
+      std::uint16_t bits;
+      std::memcpy(&bits, h.at(offset, 2, "a wgmma operand"), 2);
+      if (bf16) {
+        __nv_bfloat16_raw raw;
+        raw.x = bits;
+        out[r * 16 + k] = __bfloat162float(__nv_bfloat16(raw));
+      } else {
+        __half_raw raw;
+        raw.x = bits;
+        out[r * 16 + k] = __half2float(__half(raw));
+      }
+      if (chunks && k % 8 == 0) chunks->push_back(offset / 16);
+    }
+}
+
+void snapshot(const Hopper& h, WgmmaOp& op) {
+  op.before.resize(op.chunks.size() * 16);
+  for (std::size_t i = 0; i < op.chunks.size(); ++i) std::memcpy(op.before.data() + 16 * i, h.at(op.chunks[i] * 16, 16, "a wgmma operand"), 16);
+}
+
+void retire(Hopper& h, WarpgroupState& g, WgmmaOp& op) {
+  for (std::size_t i = 0; i < op.chunks.size(); ++i) {
+    race::read(h.window() + op.chunks[i] * 16, 16);
+    if (std::memcmp(h.window() + op.chunks[i] * 16, op.before.data() + 16 * i, 16) != 0)
+      refuse(fmt::format("shared memory at offset {} that an in-flight wgmma reads was written before the wgmma.wait_group "
+                         "that retires it", op.chunks[i] * 16));
+  }
+  std::vector<float> a(64 * 16), b(static_cast<std::size_t>(op.n) * 16);
+  load_operand(h, op.desc_a, 64, op.bf16, a.data(), nullptr);
+  load_operand(h, op.desc_b, op.n, op.bf16, b.data(), nullptr);
+  for (int t = 0; t < 128; ++t) {
+    InFlightAccumulator& acc = g.in_flight[static_cast<std::size_t>(t)].at(op.acc[static_cast<std::size_t>(t)]);
+    for (int i = 0; i < op.n / 2; ++i) {
+      int row = 0, col = 0;
+      wgmma_accumulator_position(t, i, &row, &col);
+      double sum = op.scale_d ? acc.values[static_cast<std::size_t>(i)] : 0.0;
+      for (int k = 0; k < 16; ++k)
+        sum += static_cast<double>(op.scale_a * a[static_cast<std::size_t>(row * 16 + k)]) * (op.scale_b * b[static_cast<std::size_t>(col * 16 + k)]);
+      acc.values[static_cast<std::size_t>(i)] = static_cast<float>(sum);
+    }
+    if (--acc.ops == 0) {  // the last operation on these registers: hand them back
+      float* d = op.acc[static_cast<std::size_t>(t)];
+      for (int i = 0; i < op.n / 2; ++i)
+        if (std::bit_cast<std::uint32_t>(d[i]) != poison_bits())
+          refuse(fmt::format("thread {} of the warpgroup wrote accumulator register {} while a wgmma.mma_async on it was in "
+                             "flight (before the wgmma.wait_group that retires it)", t, i));
+      std::memcpy(d, acc.values.data(), sizeof(float) * static_cast<std::size_t>(op.n / 2));
+      g.in_flight[static_cast<std::size_t>(t)].erase(d);
+    }
+  }
+}
+
+}  // namespace
+
+// ---- layouts -----------------------------------------------------------------------------------
+
+std::uint32_t swizzle_offset(std::uint32_t offset, unsigned span) {
+  switch (span) {
+    case 0: return offset;
+    case 32: return offset ^ ((offset >> 3) & 0x10u);
+    case 64: return offset ^ ((offset >> 3) & 0x30u);
+    case 128: return offset ^ ((offset >> 3) & 0x70u);
+    default: throw Error(fmt::format("swizzle of {} bytes: 0, 32, 64 or 128", span));
+  }
+}
+
+std::uint32_t wgmma_operand_offset(std::uint64_t desc, int row, int k, int element_bytes) {
+  const Descriptor d = decode(desc);
+  const auto byte = static_cast<std::uint32_t>(k * element_bytes);
+  const std::uint32_t chunk = byte / 16, within = byte % 16;
+  const auto r = static_cast<std::uint32_t>(row);
+  if (d.span == 0)  // core matrices of 8 rows × 16 bytes: rows 16 bytes apart, LBO along K, SBO along M/N
+    return d.start + (r % 8) * 16 + (r / 8) * d.sbo + chunk * d.lbo + within;
+  return swizzle_offset(d.start + (r % 8) * d.span + (r / 8) * d.sbo + chunk * 16 + within, d.span);
+}
+
+void wgmma_accumulator_position(int t, int i, int* row, int* col) {
+  const int warp = t / 32, lane = t % 32;
+  *row = 16 * warp + lane / 4 + 8 * ((i % 4) / 2);
+  *col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+}
+
+// ---- device entry points -----------------------------------------------------------------------
+
+std::uint32_t shared_address(const void* p) {
+  std::size_t bytes = 0;
+  const std::byte* base = shared_window(&bytes);
+  const auto* q = static_cast<const std::byte*>(p);
+  if (q < base || q >= base + bytes)
+    kernel_error("__cvta_generic_to_shared of an address outside the block's dynamic shared memory (the emulator's shared "
+                 "window; a static __shared__ variable has no shared address here)");
+  return static_cast<std::uint32_t>(q - base);
+}
+
+void mbarrier_init(std::uint64_t* bar, unsigned count) {
+  require_sm90("mbarrier.init");
+  hopper().init(bar, count);
+}
+
+void mbarrier_arrive(std::uint64_t* bar) {
+  require_sm90("mbarrier.arrive");
+  Hopper& h = hopper();
+  h.arrive(h.barrier(bar, "mbarrier.arrive"));
+}
+
+void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  require_sm90("mbarrier.arrive.expect_tx");
+  Hopper& h = hopper();
+  Mbarrier& m = h.barrier(bar, "mbarrier.arrive.expect_tx");
+  h.expect_tx(m, bytes);
+  h.arrive(m);
+}
+
+bool mbarrier_try_wait_parity(std::uint64_t* bar, unsigned parity) {
+  require_sm90("mbarrier.try_wait.parity");
+  Hopper& h = hopper();
+  Mbarrier& m = h.barrier(bar, "mbarrier.try_wait.parity");
+  const std::function<bool()> ready = [&m, parity] { return (m.phase & 1u) != (parity & 1u); };
+  wait_until("mbarrier.try_wait.parity", ready);
+  race::acquire(&m.sync);
+  return true;
+}
+
+void fence_mbarrier_init() { require_sm90("fence.mbarrier_init"); }
+void fence_proxy_async() { require_sm90("fence.proxy.async"); }
+
+void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, const int* coords, int rank) {
+  require_sm90("cp.async.bulk.tensor");
+  Hopper& h = hopper();
+  TmaCopy c;
+  c.map = decode_map(map);
+  if (rank != c.map.rank)
+    refuse(fmt::format("cp.async.bulk.tensor.{}d with a tensor map of rank {}", rank, static_cast<int>(c.map.rank)));
+  c.dst = shared_address(dst);
+  const unsigned alignment = c.map.span == 0 ? 128u : 8u * c.map.span;
+  if (c.dst % alignment)
+    refuse(fmt::format("cp.async.bulk.tensor into shared offset {}: with the {} swizzle the destination must be {}-byte "
+                       "aligned", c.dst, c.map.span ? fmt::format("{}B", c.map.span) : std::string("no"), alignment));
+  c.bar = shared_address(bar);
+  Mbarrier& m = h.barrier(bar, "cp.async.bulk.tensor's mbarrier");
+  c.phase = m.phase;
+  c.issuer = thread_linear();
+  for (int d = 0; d < rank; ++d) c.coords[static_cast<std::size_t>(d)] = coords[d];
+  std::size_t elements = 1;
+  for (int d = 0; d < rank; ++d) elements *= c.map.box[d];
+  const std::size_t eb = c.map.element_bytes;
+  c.offsets.resize(elements);
+  c.before.resize(elements * eb);
+  for (std::size_t e = 0; e < elements; ++e) {
+    c.offsets[e] = swizzle_offset(c.dst + static_cast<std::uint32_t>(e * eb), c.map.span);
+    std::memcpy(c.before.data() + e * eb, h.at(c.offsets[e], eb, "a TMA destination"), eb);
+  }
+  race::release(c.sync.get());
+  h.issue_copy(std::move(c));
+}
+
+void wgmma_fence() {
+  require_sm90("wgmma.fence");
+  Hopper& h = hopper();
+  WarpgroupState& g = h.warpgroup(thread_linear());
+  warpgroup_collective("wgmma.fence", [&g] { g.fenced = true; });
+}
+
+void wgmma_commit_group() {
+  require_sm90("wgmma.commit_group");
+  Hopper& h = hopper();
+  WarpgroupState& g = h.warpgroup(thread_linear());
+  warpgroup_collective("wgmma.commit_group", [&g] {
+    g.committed.push_back(std::move(g.open));
+    g.open.clear();
+  });
+}
+
+void wgmma_wait_group(int pending) {
+  require_sm90("wgmma.wait_group");
+  if (pending < 0 || pending > 7) kernel_error("wgmma.wait_group N: N is 0 to 7");
+  Hopper& h = hopper();
+  WarpgroupState& g = h.warpgroup(thread_linear());
+  warpgroup_collective("wgmma.wait_group", [&h, &g, pending] {
+    while (static_cast<int>(g.committed.size()) > pending) {
+      for (WgmmaOp& op : g.committed.front()) retire(h, g, op);
+      g.committed.pop_front();
+    }
+    g.fenced = false;  // the accumulators are the threads' again: the next wgmma needs a fence
+  });
+}
+
+void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, int scale_a,
+                     int scale_b, int tnsp_a, int tnsp_b) {
+  require_sm90("wgmma.mma_async");
+  if (n < 8 || n > 256 || n % 8) kernel_error("wgmma.mma_async.m64nNk16: N is a multiple of 8 from 8 to 256");
+  if (tnsp_a != 0 || tnsp_b != 0) kernel_error("wgmma.mma_async with transposed (MN-major) operands is not emulated");
+  if ((scale_a != 1 && scale_a != -1) || (scale_b != 1 && scale_b != -1) || (scale_d != 0 && scale_d != 1))
+    kernel_error("wgmma.mma_async: imm-scale-a/b are 1 or -1, scale-d 0 or 1");
+  Hopper& h = hopper();
+  const unsigned linear = thread_linear();
+  WarpgroupState& g = h.warpgroup(linear);
+  g.staged_acc[linear % 128] = d;
+  g.staged_a[linear % 128] = desc_a;
+  g.staged_b[linear % 128] = desc_b;
+  warpgroup_collective("wgmma.mma_async", [&] {
+    if (!g.fenced) refuse("wgmma.mma_async without a wgmma.fence before it (since the warpgroup's last wgmma.wait_group)");
+    WgmmaOp op;
+    op.bf16 = bf16;
+    op.n = n;
+    op.desc_a = g.staged_a[0];
+    op.desc_b = g.staged_b[0];
+    op.scale_d = scale_d != 0;
+    op.scale_a = static_cast<float>(scale_a);
+    op.scale_b = static_cast<float>(scale_b);
+    for (int t = 0; t < 128; ++t)
+      if (g.staged_a[static_cast<std::size_t>(t)] != op.desc_a || g.staged_b[static_cast<std::size_t>(t)] != op.desc_b)
+        refuse(fmt::format("wgmma.mma_async: thread {} of the warpgroup passes other matrix descriptors than thread 0", t));
+    op.acc = g.staged_acc;
+    std::vector<float> scratch(static_cast<std::size_t>(256) * 16);
+    load_operand(h, op.desc_a, 64, bf16, scratch.data(), &op.chunks);
+    load_operand(h, op.desc_b, n, bf16, scratch.data(), &op.chunks);
+    snapshot(h, op);
+    for (int t = 0; t < 128; ++t) {
+      float* acc = op.acc[static_cast<std::size_t>(t)];
+      InFlightAccumulator& f = g.in_flight[static_cast<std::size_t>(t)][acc];
+      if (f.ops++ == 0) {  // first in flight on these registers: keep them, poison what the thread sees
+        f.values.assign(acc, acc + n / 2);
+        std::fill(acc, acc + n / 2, poison());
+      } else if (static_cast<int>(f.values.size()) != n / 2) {
+        refuse("wgmma.mma_async: accumulators already in flight with another N");
+      }
+    }
+    g.open.push_back(std::move(op));
+  });
+}
+
+void setmaxnreg(bool increase, unsigned count) {
+  require_sm90(increase ? "setmaxnreg.inc" : "setmaxnreg.dec");
+  if (count < 24 || count > 256 || count % 8)
+    kernel_error("setmaxnreg: the register count is a multiple of 8 from 24 to 256");
+  warpgroup_collective(increase ? "setmaxnreg.inc" : "setmaxnreg.dec", [] {});
+}
+
+// ---- cuTensorMapEncodeTiled ------------------------------------------------------------------------
+
+CUresult encode_tensor_map_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* global_address,
+                                 const cuuint64_t* global_dim, const cuuint64_t* global_strides, const cuuint32_t* box_dim,
+                                 const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                 CUtensorMapSwizzle swizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill oob_fill) {
+  auto refuse_encode = [](const std::string& why) {
+    fmt::print(stderr, "SIMT: cuTensorMapEncodeTiled: {}\n", why);
+    return CUDA_ERROR_INVALID_VALUE;
+  };
+  if (!map || reinterpret_cast<std::uintptr_t>(map) % 64) return refuse_encode("the CUtensorMap must be 64-byte aligned");
+  EncodedMap m{};
+  m.magic = kMapMagic;
+  bool is_float = false;
+  switch (type) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8: m.element_bytes = 1; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16: m.element_bytes = 2; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32: case CU_TENSOR_MAP_DATA_TYPE_INT32: m.element_bytes = 4; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT64: case CU_TENSOR_MAP_DATA_TYPE_INT64: m.element_bytes = 8; break;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16: case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: m.element_bytes = 2, is_float = true; break;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32: m.element_bytes = 4, is_float = true; break;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64: m.element_bytes = 8, is_float = true; break;
+    default: return refuse_encode(fmt::format("data type {} is not emulated", static_cast<int>(type)));
+  }
+  if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE) return refuse_encode("interleaved layouts are not emulated");
+  if (rank < 1 || rank > 5) return refuse_encode(fmt::format("rank {}: 1 to 5", rank));
+  if (reinterpret_cast<std::uintptr_t>(global_address) % 16) return refuse_encode("the global address must be 16-byte aligned");
+  switch (swizzle) {
+    case CU_TENSOR_MAP_SWIZZLE_NONE: m.span = 0; break;
+    case CU_TENSOR_MAP_SWIZZLE_32B: m.span = 32; break;
+    case CU_TENSOR_MAP_SWIZZLE_64B: m.span = 64; break;
+    case CU_TENSOR_MAP_SWIZZLE_128B: m.span = 128; break;
+    default: return refuse_encode("this swizzle mode is not emulated");
+  }
+  if (oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && !is_float)
+    return refuse_encode("NaN out-of-bound fill needs a floating-point data type");
+  m.oob_nan = oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+  m.rank = static_cast<std::uint8_t>(rank);
+  m.address = reinterpret_cast<std::uint64_t>(global_address);
+  m.strides[0] = m.element_bytes;
+  for (cuuint32_t d = 0; d < rank; ++d) {
+    if (global_dim[d] == 0 || global_dim[d] > (std::uint64_t{1} << 32))
+      return refuse_encode(fmt::format("globalDim[{}] = {}: 1 to 2^32", d, global_dim[d]));
+    if (box_dim[d] == 0 || box_dim[d] > 256) return refuse_encode(fmt::format("boxDim[{}] = {}: 1 to 256", d, box_dim[d]));
+    if (element_strides[d] != 1) return refuse_encode("element strides other than 1 are not emulated");
+    m.dims[d] = global_dim[d];
+    m.box[d] = static_cast<std::uint16_t>(box_dim[d]);
+    if (d > 0) {
+      const std::uint64_t s = global_strides[d - 1];
+      if (s % 16 || s >= (std::uint64_t{1} << 40))
+        return refuse_encode(fmt::format("globalStrides[{}] = {}: a multiple of 16 below 2^40", d - 1, s));
+      if (s < m.dims[d - 1] * m.strides[d - 1])
+        return refuse_encode(fmt::format("globalStrides[{}] = {} is smaller than the dimensions inside it", d - 1, s));
+      m.strides[d] = s;
+    }
+  }
+  const std::uint64_t inner = std::uint64_t{box_dim[0]} * m.element_bytes;
+  if (inner % 16) return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes: a multiple of 16", inner));
+  if (m.span && inner > m.span)
+    return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes exceeds the {}-byte swizzle span", inner, m.span));
+  std::memset(map, 0, sizeof(CUtensorMap));
+  std::memcpy(map, &m, sizeof(m));
+  return CUDA_SUCCESS;
+}
+
+}  // namespace ht::emu
