@@ -378,7 +378,16 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
       b.reduce_or = 0;
       continue;
     }
-    if (!ran && b.async && b.async->progress()) continue;  // in-flight work lands; waiters may go on
+    if (!ran && b.async) {  // in-flight work lands; waiters may go on
+      bool landed = false;
+      try {
+        landed = b.async->progress();
+      } catch (...) {
+        cancel_parked_threads(b);
+        throw;
+      }
+      if (landed) continue;
+    }
     if (!ran) {
       const std::string stall = describe_stall(b);
       cancel_parked_threads(b);
@@ -626,6 +635,7 @@ unsigned active_lanes() {
 void* dynamic_shared_memory() { return current_block().dynamic_shared; }
 
 void kernel_error(const char* what) {
+  if (t_block && !t_block->current) fail(fmt::format("SIMT: {} in {}", what, t_block->where()));  // the scheduler's own work
   Block& b = current_block();
   fail(fmt::format("SIMT: {} in {} {}", what, b.where(), b.thread_name(b.current_linear)));
 }

@@ -6,6 +6,9 @@
 // each rounding to the stored dtype adds at most half an ulp of it.
 #include "kernels/activation.h"
 #include "kernels/cpu_dtype.h"
+#if HALFTAPE_HAVE_SIMT
+#include "simt/emulator.h"
+#endif
 #include "tests/device_helpers.h"
 #include "tests/helpers.h"
 
@@ -217,9 +220,47 @@ TEST_CASE("tensor-core GEMM with more row tiles than grid.y allows, vs FP64", "[
   }
 }
 
-TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64: checked on an sm_90 GPU only", "[gemm][kernels]") {
-  // The emulator has no wgmma, TMA or mbarrier, so this kernel is never checked in CI; on an
-  // sm_90 GPU the backend self-checks it against mma.sync and this test checks it against FP64.
+// The product the wgmma kernel runs, Y = X·Wᵀ (nt), with every epilogue, K a multiple of 8 but
+// not of 64, M and N not multiples of the 128×128 tile, and K long enough to wrap the 4-stage
+// pipeline twice.
+std::vector<Case> wgmma_cases() {
+  return {{GemmOp::nt, 1, 8, 8, Epilogue::cast, Activation::none},
+          {GemmOp::nt, 65, 129, 72, Epilogue::bias_act, Activation::relu},
+          {GemmOp::nt, 200, 100, 136, Epilogue::bias_act, Activation::gelu},
+          {GemmOp::nt, 129, 257, 200, Epilogue::bias_act, Activation::none},
+          {GemmOp::nt, 130, 64, 264, Epilogue::store_f32, Activation::none},
+          {GemmOp::nt, 3, 300, 24, Epilogue::cast_act_grad, Activation::relu},
+          {GemmOp::nt, 257, 40, 40, Epilogue::cast_act_grad, Activation::gelu},
+          {GemmOp::nt, 136, 136, 584, Epilogue::bias_act, Activation::gelu}};
+}
+
+#if HALFTAPE_HAVE_SIMT
+namespace ht::gpu::simt_impl {
+bool gemm_wgmma_supports(const GemmArgs& g);  // kernels/launch.h, as the emulator builds it
+}  // namespace ht::gpu::simt_impl
+
+TEST_CASE("Hopper GEMM (wgmma + TMA) vs FP64 on the emulator's sm_90: awkward shapes, both dtypes, every epilogue",
+          "[.][hopper][gemm]") {
+  REQUIRE(emu::arch().major == 9);  // run with HALFTAPE_SIMT_ARCH=sm_90 (its ctest does)
+  const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
+  INFO(gpu->description());
+  REQUIRE(gpu->description().find("wgmma GEMM") != std::string::npos);
+  gpu->set_gemm_impl(GemmImpl::native);
+  REQUIRE(gpu->gemm_kernel_name(DType::f16).find("wgmma") != std::string::npos);
+  alignas(16) static const std::uint16_t operand[8] = {};
+  std::uint64_t seed = 1700;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Case& c : wgmma_cases()) {
+      // These shapes are the wgmma kernel's, not the mma.sync fallback's.
+      REQUIRE(gpu::simt_impl::gemm_wgmma_supports({c.op, c.M, c.N, c.K, operand, operand, t, nullptr, 0.0f}));
+      check_case(*gpu, t, c, seed += 10);
+    }
+}
+#endif
+
+TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64 on an sm_90 GPU", "[gemm][kernels]") {
+  // On an sm_90 GPU the backend self-checks this kernel against mma.sync and this test checks it
+  // against FP64 (on the emulator's sm_90 the [hopper] case above does).
   if (!cuda_available()) {
     WARN("skipped: no GPU (the wgmma kernel runs on an sm_90 GPU only)");
     return;
@@ -237,6 +278,7 @@ TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64: checked on an sm_90 GPU on
   std::vector<Case> forward;  // the product the wgmma kernel runs: Y = X·Wᵀ
   for (const Case& c : cases())
     if (c.op == GemmOp::nt) forward.push_back(c);
+  for (const Case& c : wgmma_cases()) forward.push_back(c);
   forward.push_back({GemmOp::nt, 512, 384, 1024, Epilogue::bias_act, Activation::relu});
   forward.push_back({GemmOp::nt, 129, 257, 520, Epilogue::bias_act, Activation::gelu});
   std::uint64_t seed = 900;
