@@ -5,7 +5,9 @@
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
 # and shuffled schedules and prints that they pass) and the racecheck build (ThreadSanitizer,
-# simt/racecheck.h) must report as a data race. Takes several minutes.
+# simt/racecheck.h) must report as a data race. The Hopper plants (a wrong swizzle mode or
+# leading byte offset in the wgmma descriptors, a missing wgmma.wait_group, an mbarrier armed
+# with the wrong byte count) run the wgmma GEMM's tests on an emulated sm_90. Takes several minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -77,4 +79,15 @@ race_plant kernels/reduce.cuh '0,/  __syncthreads();/s//  __syncwarp();/' "[kern
 race_plant kernels/gemm_mma.cuh \
   '/    __syncthreads();               \/\/ ... for every thread/d; /if (next < k_tiles) load_stage(static_cast<int>(next % kStages), next \* kBK);/s/$/\n    __syncthreads();/' \
   "[gemm]~[.]" "gemm_mma: the next stage's cp.async issued before the barrier that frees its buffer (overwritten one stage early)"
+# Hopper: the wgmma GEMM on an emulated sm_90 (its FP64 test and the emulator's misuse checks).
+export HALFTAPE_SIMT_ARCH=sm_90
+plant kernels/gemm_wgmma.cu 's/(std::uint64_t{1} << 62)/(std::uint64_t{2} << 62)/' "[hopper][gemm]" \
+  "gemm_wgmma: the descriptors say 64B swizzle where TMA wrote 128B"
+plant kernels/gemm_wgmma.cu 's/(std::uint64_t{16 >> 4} << 16)/(std::uint64_t{1024 >> 4} << 16)/' "[hopper][gemm]" \
+  "gemm_wgmma: the descriptors' leading byte offset set to the atom stride"
+plant kernels/gemm_wgmma.cu '/    sm90::wgmma_wait<0>();/d' "[hopper][gemm]" \
+  "gemm_wgmma: no wgmma.wait_group before the stage is released and the accumulators are stored"
+plant kernels/gemm_wgmma.cu 's/sm90::mbar_expect_tx(&full\[s\], kStageBytes);/sm90::mbar_expect_tx(\&full[s], kStageBytes \/ 2);/' \
+  "[hopper][gemm]" "gemm_wgmma: the full barrier armed with half the stage's bytes"
+unset HALFTAPE_SIMT_ARCH
 exit $status
