@@ -2,9 +2,10 @@
 // warp-specialised - one warpgroup loads, two multiply - through a 4-stage mbarrier pipeline.
 // For the forward product (nt: both operands K-major) in fp16 and bf16, chosen at run time on
 // sm_90 when K is a multiple of 8 and the operands are 16-byte aligned (TMA's requirements);
-// every other case runs the mma.sync kernel. The emulator has no wgmma or TMA, so this kernel
-// is checked on a GPU only: by tests/test_gemm.cpp there, and by a self-check against the
-// mma.sync kernel the first time the backend would use it (engine/gpu/gpu_backend.cpp).
+// every other case runs the mma.sync kernel. One source for nvcc and the emulator (the Hopper
+// instructions are kernels/ptx_sm90.cuh): on HALFTAPE_SIMT_ARCH=sm_90 the emulator runs it in
+// CI (tests/test_gemm.cpp, "[hopper]"); on a GPU a self-check against the mma.sync kernel comes
+// first (engine/gpu/wgmma_self_check.cpp).
 //
 //   block tile 128×128, K step 64; stage = A tile [128][64] + B tile [128][64], 128-byte rows
 //   that TMA writes with the 128B swizzle and wgmma reads through matrix descriptors;
