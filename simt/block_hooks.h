@@ -22,6 +22,22 @@ class AsyncUnit {
   virtual void block_end() = 0;
 };
 
+// racecheck: while one of these lives, the calling CPU thread is the emulator's own TSan fiber
+// for asynchronous units (one per worker), so their bookkeeping - allocations above all - never
+// looks like a GPU thread's accesses. What the units do to kernel memory is modelled by explicit
+// race:: calls (simt/racecheck.h), made in the GPU thread's fiber or, for a TMA copy landing, in
+// this one. Elsewhere it does nothing.
+class AsyncScope {
+ public:
+  AsyncScope();
+  ~AsyncScope();
+  AsyncScope(const AsyncScope&) = delete;
+  AsyncScope& operator=(const AsyncScope&) = delete;
+
+ private:
+  void* caller_;
+};
+
 // The calling block's unit, made by `make` on first use.
 AsyncUnit& block_async(const std::function<std::unique_ptr<AsyncUnit>()>& make);
 

@@ -39,6 +39,27 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& what) { kernel_error(what.c_str()); }
 
+// Byte loops where memcpy/memcmp/memset would do: ThreadSanitizer intercepts those even in
+// uninstrumented code (simt/ is), and the emulator's own bookkeeping must not look like the
+// kernel's accesses; those are modelled by the race:: calls alone (simt/racecheck.h).
+#define HT_NO_LIBCALLS __attribute__((noinline, optimize("no-tree-loop-distribute-patterns")))
+HT_NO_LIBCALLS void copy_bytes(void* dst, const void* src, std::size_t n) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+}
+HT_NO_LIBCALLS bool same_bytes(const void* a, const void* b, std::size_t n) {
+  const auto* x = static_cast<const unsigned char*>(a);
+  const auto* y = static_cast<const unsigned char*>(b);
+  for (std::size_t i = 0; i < n; ++i)
+    if (x[i] != y[i]) return false;
+  return true;
+}
+HT_NO_LIBCALLS void zero_bytes(void* dst, std::size_t n) {
+  auto* d = static_cast<unsigned char*>(dst);
+  for (std::size_t i = 0; i < n; ++i) d[i] = 0;
+}
+
 void require_sm90(const char* instruction) {
   if (arch().major < 9)
     refuse(fmt::format("{} needs sm_90; the emulated GPU is {} (HALFTAPE_SIMT_ARCH=sm_90 emulates a Hopper GPU)", instruction,
@@ -162,8 +183,7 @@ class Hopper final : public AsyncUnit {
     m.tx += bytes;
   }
 
-  void arrive(Mbarrier& m) {
-    race::release(&m.sync);
+  void arrive(Mbarrier& m) {  // (the caller has released m.sync in its own fiber)
     if (m.pending == 0) refuse("mbarrier.arrive on a phase with no arrivals pending");
     --m.pending;
     if (m.pending == 0 && m.tx < 0)
@@ -174,8 +194,9 @@ class Hopper final : public AsyncUnit {
 
   void issue_copy(TmaCopy&& c) { copies_.push_back(std::move(c)); }
 
-  // Lands the oldest copy.
+  // Lands the oldest copy (in the async fiber: the copy engine's accesses are its own).
   bool progress() override {
+    const AsyncScope scope;
     if (copies_.empty()) return false;
     TmaCopy c = std::move(copies_.front());
     copies_.pop_front();
@@ -187,7 +208,7 @@ class Hopper final : public AsyncUnit {
     const std::size_t eb = c.map.element_bytes;
     // The destination must hold what it held at issue: nothing may write it while the copy is in flight.
     for (std::size_t e = 0; e < c.offsets.size(); ++e)
-      if (std::memcmp(window_ + c.offsets[e], c.before.data() + e * eb, eb) != 0)
+      if (!same_bytes(window_ + c.offsets[e], c.before.data() + e * eb, eb))
         refuse(fmt::format("shared memory at offset {} was written while a TMA copy into it (issued by thread {}) was in "
                            "flight, before its mbarrier's phase completed", c.offsets[e], c.issuer));
     std::unordered_set<std::uint32_t> read_by_wgmma;
@@ -213,12 +234,12 @@ class Hopper final : public AsyncUnit {
       std::byte* dst = window_ + c.offsets[e];
       if (inside) {
         race::read(reinterpret_cast<const void*>(src), eb);
-        std::memcpy(dst, reinterpret_cast<const void*>(src), eb);
+        copy_bytes(dst, reinterpret_cast<const void*>(src), eb);
       } else if (m.oob_nan) {
         const std::uint64_t nan = eb == 2 ? 0x7fffu : (eb == 4 ? 0x7fffffffu : 0x7fffffffffffffffull);
-        std::memcpy(dst, &nan, eb);
+        copy_bytes(dst, &nan, eb);
       } else {
-        std::memset(dst, 0, eb);
+        zero_bytes(dst, eb);
       }
       race::write(dst, eb);
       for (int d = 0; d < m.rank && ++index[d] == m.box[d]; ++d) index[d] = 0;
@@ -265,7 +286,13 @@ class Hopper final : public AsyncUnit {
   std::vector<WarpgroupState> warpgroups_;
 };
 
+WarpgroupState& warpgroup_of(Hopper& h, unsigned linear) {
+  const AsyncScope scope;  // may grow the table
+  return h.warpgroup(linear);
+}
+
 Hopper& hopper() {
+  const AsyncScope scope;
   return static_cast<Hopper&>(block_async([] { return std::make_unique<Hopper>(); }));
 }
 
@@ -320,13 +347,13 @@ void load_operand(const Hopper& h, std::uint64_t desc, int rows, bool bf16, floa
 
 void snapshot(const Hopper& h, WgmmaOp& op) {
   op.before.resize(op.chunks.size() * 16);
-  for (std::size_t i = 0; i < op.chunks.size(); ++i) std::memcpy(op.before.data() + 16 * i, h.at(op.chunks[i] * 16, 16, "a wgmma operand"), 16);
+  for (std::size_t i = 0; i < op.chunks.size(); ++i)
+    copy_bytes(op.before.data() + 16 * i, h.at(op.chunks[i] * 16, 16, "a wgmma operand"), 16);
 }
 
 void retire(Hopper& h, WarpgroupState& g, WgmmaOp& op) {
   for (std::size_t i = 0; i < op.chunks.size(); ++i) {
-    race::read(h.window() + op.chunks[i] * 16, 16);
-    if (std::memcmp(h.window() + op.chunks[i] * 16, op.before.data() + 16 * i, 16) != 0)
+    if (!same_bytes(h.window() + op.chunks[i] * 16, op.before.data() + 16 * i, 16))
       refuse(fmt::format("shared memory at offset {} that an in-flight wgmma reads was written before the wgmma.wait_group "
                          "that retires it", op.chunks[i] * 16));
   }
@@ -349,7 +376,7 @@ void retire(Hopper& h, WarpgroupState& g, WgmmaOp& op) {
         if (std::bit_cast<std::uint32_t>(d[i]) != poison_bits())
           refuse(fmt::format("thread {} of the warpgroup wrote accumulator register {} while a wgmma.mma_async on it was in "
                              "flight (before the wgmma.wait_group that retires it)", t, i));
-      std::memcpy(d, acc.values.data(), sizeof(float) * static_cast<std::size_t>(op.n / 2));
+      copy_bytes(d, acc.values.data(), sizeof(float) * static_cast<std::size_t>(op.n / 2));
       g.in_flight[static_cast<std::size_t>(t)].erase(d);
     }
   }
@@ -399,19 +426,27 @@ std::uint32_t shared_address(const void* p) {
 
 void mbarrier_init(std::uint64_t* bar, unsigned count) {
   require_sm90("mbarrier.init");
-  hopper().init(bar, count);
+  Hopper& h = hopper();
+  const AsyncScope scope;
+  h.init(bar, count);
 }
 
+// An arrival releases what the thread did before it (mbarrier.arrive is .release).
 void mbarrier_arrive(std::uint64_t* bar) {
   require_sm90("mbarrier.arrive");
   Hopper& h = hopper();
-  h.arrive(h.barrier(bar, "mbarrier.arrive"));
+  Mbarrier& m = h.barrier(bar, "mbarrier.arrive");
+  race::release(&m.sync);
+  const AsyncScope scope;
+  h.arrive(m);
 }
 
 void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
   require_sm90("mbarrier.arrive.expect_tx");
   Hopper& h = hopper();
   Mbarrier& m = h.barrier(bar, "mbarrier.arrive.expect_tx");
+  race::release(&m.sync);
+  const AsyncScope scope;
   h.expect_tx(m, bytes);
   h.arrive(m);
 }
@@ -419,7 +454,7 @@ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
 bool mbarrier_try_wait_parity(std::uint64_t* bar, unsigned parity) {
   require_sm90("mbarrier.try_wait.parity");
   Hopper& h = hopper();
-  Mbarrier& m = h.barrier(bar, "mbarrier.try_wait.parity");
+  Mbarrier& m = h.barrier(bar, "mbarrier.try_wait.parity");  // (looks up; allocates nothing)
   const std::function<bool()> ready = [&m, parity] { return (m.phase & 1u) != (parity & 1u); };
   wait_until("mbarrier.try_wait.parity", ready);
   race::acquire(&m.sync);
@@ -432,45 +467,51 @@ void fence_proxy_async() { require_sm90("fence.proxy.async"); }
 void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, const int* coords, int rank) {
   require_sm90("cp.async.bulk.tensor");
   Hopper& h = hopper();
-  TmaCopy c;
-  c.map = decode_map(map);
-  if (rank != c.map.rank)
-    refuse(fmt::format("cp.async.bulk.tensor.{}d with a tensor map of rank {}", rank, static_cast<int>(c.map.rank)));
-  c.dst = shared_address(dst);
-  const unsigned alignment = c.map.span == 0 ? 128u : 8u * c.map.span;
-  if (c.dst % alignment)
-    refuse(fmt::format("cp.async.bulk.tensor into shared offset {}: with the {} swizzle the destination must be {}-byte "
-                       "aligned", c.dst, c.map.span ? fmt::format("{}B", c.map.span) : std::string("no"), alignment));
-  c.bar = shared_address(bar);
-  Mbarrier& m = h.barrier(bar, "cp.async.bulk.tensor's mbarrier");
-  c.phase = m.phase;
-  c.issuer = thread_linear();
-  for (int d = 0; d < rank; ++d) c.coords[static_cast<std::size_t>(d)] = coords[d];
-  std::size_t elements = 1;
-  for (int d = 0; d < rank; ++d) elements *= c.map.box[d];
-  const std::size_t eb = c.map.element_bytes;
-  c.offsets.resize(elements);
-  c.before.resize(elements * eb);
-  for (std::size_t e = 0; e < elements; ++e) {
-    c.offsets[e] = swizzle_offset(c.dst + static_cast<std::uint32_t>(e * eb), c.map.span);
-    std::memcpy(c.before.data() + e * eb, h.at(c.offsets[e], eb, "a TMA destination"), eb);
+  const char* sync = nullptr;
+  {
+    const AsyncScope scope;
+    TmaCopy c;
+    c.map = decode_map(map);
+    if (rank != c.map.rank)
+      refuse(fmt::format("cp.async.bulk.tensor.{}d with a tensor map of rank {}", rank, static_cast<int>(c.map.rank)));
+    c.dst = shared_address(dst);
+    const unsigned alignment = c.map.span == 0 ? 128u : 8u * c.map.span;
+    if (c.dst % alignment)
+      refuse(fmt::format("cp.async.bulk.tensor into shared offset {}: with the {} swizzle the destination must be {}-byte "
+                         "aligned", c.dst, c.map.span ? fmt::format("{}B", c.map.span) : std::string("no"), alignment));
+    c.bar = shared_address(bar);
+    Mbarrier& m = h.barrier(bar, "cp.async.bulk.tensor's mbarrier");
+    c.phase = m.phase;
+    c.issuer = thread_linear();
+    for (int d = 0; d < rank; ++d) c.coords[static_cast<std::size_t>(d)] = coords[d];
+    std::size_t elements = 1;
+    for (int d = 0; d < rank; ++d) elements *= c.map.box[d];
+    const std::size_t eb = c.map.element_bytes;
+    c.offsets.resize(elements);
+    c.before.resize(elements * eb);
+    for (std::size_t e = 0; e < elements; ++e) {
+      c.offsets[e] = swizzle_offset(c.dst + static_cast<std::uint32_t>(e * eb), c.map.span);
+      copy_bytes(c.before.data() + e * eb, h.at(c.offsets[e], eb, "a TMA destination"), eb);
+    }
+    sync = c.sync.get();
+    h.issue_copy(std::move(c));
   }
-  race::release(c.sync.get());
-  h.issue_copy(std::move(c));
+  race::release(sync);  // the copy comes after what the issuing thread did before it
 }
 
 void wgmma_fence() {
   require_sm90("wgmma.fence");
   Hopper& h = hopper();
-  WarpgroupState& g = h.warpgroup(thread_linear());
+  WarpgroupState& g = warpgroup_of(h, thread_linear());
   warpgroup_collective("wgmma.fence", [&g] { g.fenced = true; });
 }
 
 void wgmma_commit_group() {
   require_sm90("wgmma.commit_group");
   Hopper& h = hopper();
-  WarpgroupState& g = h.warpgroup(thread_linear());
+  WarpgroupState& g = warpgroup_of(h, thread_linear());
   warpgroup_collective("wgmma.commit_group", [&g] {
+    const AsyncScope scope;
     g.committed.push_back(std::move(g.open));
     g.open.clear();
   });
@@ -480,8 +521,14 @@ void wgmma_wait_group(int pending) {
   require_sm90("wgmma.wait_group");
   if (pending < 0 || pending > 7) kernel_error("wgmma.wait_group N: N is 0 to 7");
   Hopper& h = hopper();
-  WarpgroupState& g = h.warpgroup(thread_linear());
+  WarpgroupState& g = warpgroup_of(h, thread_linear());
   warpgroup_collective("wgmma.wait_group", [&h, &g, pending] {
+    // The retiring operations' operand reads, on behalf of the warpgroup (this collective then
+    // orders them before every one of its threads goes on).
+    for (std::size_t i = 0; i + pending < g.committed.size(); ++i)
+      for (const WgmmaOp& op : g.committed[i])
+        for (std::uint32_t chunk : op.chunks) race::read(h.window() + chunk * 16, 16);
+    const AsyncScope scope;
     while (static_cast<int>(g.committed.size()) > pending) {
       for (WgmmaOp& op : g.committed.front()) retire(h, g, op);
       g.committed.pop_front();
@@ -499,11 +546,12 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
     kernel_error("wgmma.mma_async: imm-scale-a/b are 1 or -1, scale-d 0 or 1");
   Hopper& h = hopper();
   const unsigned linear = thread_linear();
-  WarpgroupState& g = h.warpgroup(linear);
+  WarpgroupState& g = warpgroup_of(h, linear);
   g.staged_acc[linear % 128] = d;
   g.staged_a[linear % 128] = desc_a;
   g.staged_b[linear % 128] = desc_b;
   warpgroup_collective("wgmma.mma_async", [&] {
+    const AsyncScope scope;
     if (!g.fenced) refuse("wgmma.mma_async without a wgmma.fence before it (since the warpgroup's last wgmma.wait_group)");
     WgmmaOp op;
     op.bf16 = bf16;
@@ -525,8 +573,9 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
       float* acc = op.acc[static_cast<std::size_t>(t)];
       InFlightAccumulator& f = g.in_flight[static_cast<std::size_t>(t)][acc];
       if (f.ops++ == 0) {  // first in flight on these registers: keep them, poison what the thread sees
-        f.values.assign(acc, acc + n / 2);
-        std::fill(acc, acc + n / 2, poison());
+        f.values.resize(static_cast<std::size_t>(n / 2));
+        copy_bytes(f.values.data(), acc, sizeof(float) * static_cast<std::size_t>(n / 2));
+        for (int i = 0; i < n / 2; ++i) acc[i] = poison();
       } else if (static_cast<int>(f.values.size()) != n / 2) {
         refuse("wgmma.mma_async: accumulators already in flight with another N");
       }
@@ -602,8 +651,8 @@ CUresult encode_tensor_map_tiled(CUtensorMap* map, CUtensorMapDataType type, cuu
   if (inner % 16) return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes: a multiple of 16", inner));
   if (m.span && inner > m.span)
     return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes exceeds the {}-byte swizzle span", inner, m.span));
-  std::memset(map, 0, sizeof(CUtensorMap));
-  std::memcpy(map, &m, sizeof(m));
+  zero_bytes(map, sizeof(CUtensorMap));
+  copy_bytes(map, &m, sizeof(m));
   return CUDA_SUCCESS;
 }
 

@@ -218,6 +218,7 @@ struct Block {
 };
 
 thread_local Block* t_block = nullptr;
+thread_local char t_async_done = 0;  // racecheck: released by every AsyncScope, acquired after each block
 
 Block& current_block() {
   if (!t_block || !t_block->current) fail("SIMT emulator: a device function was called outside a kernel");
@@ -593,6 +594,11 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
         if (!first_error) first_error = std::current_exception();
         failed = true;
       }
+      if (b.async) {
+        const AsyncScope scope;
+        b.async.reset();
+      }
+      race::acquire(&t_async_done);
       race::acquire(&b.end_sync);  // ... and on to the host, through the workers' mutex
       t_block = nullptr;
     }
@@ -728,6 +734,19 @@ void cp_async_wait(int newest_groups_left_pending) {
 
 // ---- hooks for asynchronous units (simt/block_hooks.h) -------------------------------------
 
+namespace {
+void* async_fiber() {
+  thread_local void* fiber = race::create_fiber();
+  return fiber;
+}
+}  // namespace
+
+AsyncScope::AsyncScope() : caller_(race::current_fiber()) { race::switch_to(async_fiber()); }
+AsyncScope::~AsyncScope() {
+  race::release(&t_async_done);  // the host, after the block, sees the units' bookkeeping (error messages too)
+  race::switch_to(caller_);
+}
+
 AsyncUnit& block_async(const std::function<std::unique_ptr<AsyncUnit>()>& make) {
   Block& b = current_block();
   if (!b.async) b.async = make();
@@ -772,7 +791,9 @@ void warpgroup_collective(const char* what, const std::function<void()>& complet
   const unsigned generation = g.generation;
   race::release(&g.sync[generation % 2]);
   if (++g.arrived == 128) {
+    race::acquire(&g.sync[generation % 2]);  // what every thread did before arriving ...
     complete();
+    race::release(&g.sync[generation % 2]);  // ... and what the operation did, before any goes on
     g.arrived = 0;
     ++g.generation;
     for (unsigned l = 0; l < 128; ++l)
