@@ -43,7 +43,7 @@ endif()
 message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), SIMT emulator ${HALFTAPE_HAVE_SIMT}")
 
 if(HALFTAPE_HAVE_SIMT)
-  halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp simt/hopper.cpp
+  halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp simt/hopper.cpp simt/hopper_layouts.cpp
                  DEPENDS ht_ground Boost::context Threads::Threads)
   target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
   if(HALFTAPE_RACECHECK)  # the scheduler's bookkeeping and stack switches are not the kernels' accesses

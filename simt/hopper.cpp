@@ -15,8 +15,10 @@
 //                double, rounded once) and writes them back.
 // Operands and destinations are addressed as the hardware does: a byte offset in the shared
 // window, swizzled by its own address bits (bits [4, 4 + b) XOR bits [7, 7 + b)), which is why
-// swizzled tiles must sit on the pattern's 256/512/1024-byte boundary.
+// swizzled tiles must sit on the pattern's 256/512/1024-byte boundary. The layouts themselves
+// (tensor maps, descriptors, fragments) are simt/hopper_layouts.cpp.
 #include "simt/hopper.h"
+#include "simt/hopper_layouts.h"
 
 #include "ground/error.h"
 #include "simt/block_hooks.h"
@@ -64,27 +66,6 @@ void require_sm90(const char* instruction) {
   if (arch().major < 9)
     refuse(fmt::format("{} needs sm_90; the emulated GPU is {} (HALFTAPE_SIMT_ARCH=sm_90 emulates a Hopper GPU)", instruction,
                        arch().name));
-}
-
-// ---- the tensor map ------------------------------------------------------------------------
-
-constexpr std::uint32_t kMapMagic = 0x54a3a9e1u;
-struct EncodedMap {
-  std::uint32_t magic;
-  std::uint8_t rank, element_bytes, oob_nan;
-  std::uint16_t span;  // swizzle bytes: 0, 32, 64, 128
-  std::uint16_t box[5];
-  std::uint64_t address;
-  std::uint64_t dims[5];
-  std::uint64_t strides[5];  // bytes between consecutive indices of dimension d (strides[0]: the element)
-};
-static_assert(sizeof(EncodedMap) <= sizeof(CUtensorMap));
-
-EncodedMap decode_map(const CUtensorMap* map) {
-  EncodedMap m;
-  std::memcpy(&m, map, sizeof(m));
-  if (m.magic != kMapMagic) refuse("cp.async.bulk.tensor with a CUtensorMap that cuTensorMapEncodeTiled did not encode");
-  return m;
 }
 
 // ---- per-block state -------------------------------------------------------------------------
@@ -298,29 +279,6 @@ Hopper& hopper() {
 
 // ---- wgmma -----------------------------------------------------------------------------------
 
-struct Descriptor {
-  std::uint32_t start, lbo, sbo;
-  unsigned base_offset, span;
-};
-
-Descriptor decode(std::uint64_t d) {
-  constexpr std::uint64_t kReserved = (std::uint64_t{3} << 14) | (std::uint64_t{3} << 30) | (std::uint64_t{7} << 46) |
-                                      (std::uint64_t{0x3ff} << 52);
-  if (d & kReserved) throw Error(fmt::format("wgmma matrix descriptor 0x{:016x} sets reserved bits", d));
-  Descriptor r{static_cast<std::uint32_t>(d & 0x3fff) << 4, static_cast<std::uint32_t>(d >> 16 & 0x3fff) << 4,
-               static_cast<std::uint32_t>(d >> 32 & 0x3fff) << 4, static_cast<unsigned>(d >> 49 & 7), 0};
-  static constexpr unsigned kSpan[4] = {0, 128, 64, 32};  // layout type: none, 128B, 64B, 32B
-  r.span = kSpan[d >> 62];
-  if (r.base_offset != 0)
-    throw Error(fmt::format("wgmma matrix descriptor 0x{:016x}: base offset {} is not emulated (keep swizzled tiles on the "
-                            "pattern's boundary, where it is 0)", d, r.base_offset));
-  if (r.span != 0 && r.lbo != 16)
-    throw Error(fmt::format("wgmma matrix descriptor 0x{:016x}: a K-major swizzled operand has no leading byte offset "
-                            "(its K extent fits in a swizzle row); the field must be 1 (16 bytes), as CuTe's make_gmma_desc "
-                            "writes, not {} bytes", d, r.lbo));
-  return r;
-}
-
 void load_operand(const Hopper& h, std::uint64_t desc, int rows, bool bf16, float* out, std::vector<std::uint32_t>* chunks) {
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < 16; ++k) {
@@ -384,34 +342,6 @@ void retire(Hopper& h, WarpgroupState& g, WgmmaOp& op) {
 
 }  // namespace
 
-// ---- layouts -----------------------------------------------------------------------------------
-
-std::uint32_t swizzle_offset(std::uint32_t offset, unsigned span) {
-  switch (span) {
-    case 0: return offset;
-    case 32: return offset ^ ((offset >> 3) & 0x10u);
-    case 64: return offset ^ ((offset >> 3) & 0x30u);
-    case 128: return offset ^ ((offset >> 3) & 0x70u);
-    default: throw Error(fmt::format("swizzle of {} bytes: 0, 32, 64 or 128", span));
-  }
-}
-
-std::uint32_t wgmma_operand_offset(std::uint64_t desc, int row, int k, int element_bytes) {
-  const Descriptor d = decode(desc);
-  const auto byte = static_cast<std::uint32_t>(k * element_bytes);
-  const std::uint32_t chunk = byte / 16, within = byte % 16;
-  const auto r = static_cast<std::uint32_t>(row);
-  if (d.span == 0)  // core matrices of 8 rows × 16 bytes: rows 16 bytes apart, LBO along K, SBO along M/N
-    return d.start + (r % 8) * 16 + (r / 8) * d.sbo + chunk * d.lbo + within;
-  return swizzle_offset(d.start + (r % 8) * d.span + (r / 8) * d.sbo + chunk * 16 + within, d.span);
-}
-
-void wgmma_accumulator_position(int t, int i, int* row, int* col) {
-  const int warp = t / 32, lane = t % 32;
-  *row = 16 * warp + lane / 4 + 8 * ((i % 4) / 2);
-  *col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-}
-
 // ---- device entry points -----------------------------------------------------------------------
 
 std::uint32_t shared_address(const void* p) {
@@ -471,7 +401,11 @@ void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, const int* 
   {
     const AsyncScope scope;
     TmaCopy c;
-    c.map = decode_map(map);
+    try {
+      c.map = decode_map(map);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
     if (rank != c.map.rank)
       refuse(fmt::format("cp.async.bulk.tensor.{}d with a tensor map of rank {}", rank, static_cast<int>(c.map.rank)));
     c.dst = shared_address(dst);
@@ -589,71 +523,6 @@ void setmaxnreg(bool increase, unsigned count) {
   if (count < 24 || count > 256 || count % 8)
     kernel_error("setmaxnreg: the register count is a multiple of 8 from 24 to 256");
   warpgroup_collective(increase ? "setmaxnreg.inc" : "setmaxnreg.dec", [] {});
-}
-
-// ---- cuTensorMapEncodeTiled ------------------------------------------------------------------------
-
-CUresult encode_tensor_map_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* global_address,
-                                 const cuuint64_t* global_dim, const cuuint64_t* global_strides, const cuuint32_t* box_dim,
-                                 const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
-                                 CUtensorMapSwizzle swizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill oob_fill) {
-  auto refuse_encode = [](const std::string& why) {
-    fmt::print(stderr, "SIMT: cuTensorMapEncodeTiled: {}\n", why);
-    return CUDA_ERROR_INVALID_VALUE;
-  };
-  if (!map || reinterpret_cast<std::uintptr_t>(map) % 64) return refuse_encode("the CUtensorMap must be 64-byte aligned");
-  EncodedMap m{};
-  m.magic = kMapMagic;
-  bool is_float = false;
-  switch (type) {
-    case CU_TENSOR_MAP_DATA_TYPE_UINT8: m.element_bytes = 1; break;
-    case CU_TENSOR_MAP_DATA_TYPE_UINT16: m.element_bytes = 2; break;
-    case CU_TENSOR_MAP_DATA_TYPE_UINT32: case CU_TENSOR_MAP_DATA_TYPE_INT32: m.element_bytes = 4; break;
-    case CU_TENSOR_MAP_DATA_TYPE_UINT64: case CU_TENSOR_MAP_DATA_TYPE_INT64: m.element_bytes = 8; break;
-    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16: case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: m.element_bytes = 2, is_float = true; break;
-    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32: m.element_bytes = 4, is_float = true; break;
-    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64: m.element_bytes = 8, is_float = true; break;
-    default: return refuse_encode(fmt::format("data type {} is not emulated", static_cast<int>(type)));
-  }
-  if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE) return refuse_encode("interleaved layouts are not emulated");
-  if (rank < 1 || rank > 5) return refuse_encode(fmt::format("rank {}: 1 to 5", rank));
-  if (reinterpret_cast<std::uintptr_t>(global_address) % 16) return refuse_encode("the global address must be 16-byte aligned");
-  switch (swizzle) {
-    case CU_TENSOR_MAP_SWIZZLE_NONE: m.span = 0; break;
-    case CU_TENSOR_MAP_SWIZZLE_32B: m.span = 32; break;
-    case CU_TENSOR_MAP_SWIZZLE_64B: m.span = 64; break;
-    case CU_TENSOR_MAP_SWIZZLE_128B: m.span = 128; break;
-    default: return refuse_encode("this swizzle mode is not emulated");
-  }
-  if (oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && !is_float)
-    return refuse_encode("NaN out-of-bound fill needs a floating-point data type");
-  m.oob_nan = oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
-  m.rank = static_cast<std::uint8_t>(rank);
-  m.address = reinterpret_cast<std::uint64_t>(global_address);
-  m.strides[0] = m.element_bytes;
-  for (cuuint32_t d = 0; d < rank; ++d) {
-    if (global_dim[d] == 0 || global_dim[d] > (std::uint64_t{1} << 32))
-      return refuse_encode(fmt::format("globalDim[{}] = {}: 1 to 2^32", d, global_dim[d]));
-    if (box_dim[d] == 0 || box_dim[d] > 256) return refuse_encode(fmt::format("boxDim[{}] = {}: 1 to 256", d, box_dim[d]));
-    if (element_strides[d] != 1) return refuse_encode("element strides other than 1 are not emulated");
-    m.dims[d] = global_dim[d];
-    m.box[d] = static_cast<std::uint16_t>(box_dim[d]);
-    if (d > 0) {
-      const std::uint64_t s = global_strides[d - 1];
-      if (s % 16 || s >= (std::uint64_t{1} << 40))
-        return refuse_encode(fmt::format("globalStrides[{}] = {}: a multiple of 16 below 2^40", d - 1, s));
-      if (s < m.dims[d - 1] * m.strides[d - 1])
-        return refuse_encode(fmt::format("globalStrides[{}] = {} is smaller than the dimensions inside it", d - 1, s));
-      m.strides[d] = s;
-    }
-  }
-  const std::uint64_t inner = std::uint64_t{box_dim[0]} * m.element_bytes;
-  if (inner % 16) return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes: a multiple of 16", inner));
-  if (m.span && inner > m.span)
-    return refuse_encode(fmt::format("boxDim[0] × element size = {} bytes exceeds the {}-byte swizzle span", inner, m.span));
-  zero_bytes(map, sizeof(CUtensorMap));
-  copy_bytes(map, &m, sizeof(m));
-  return CUDA_SUCCESS;
 }
 
 }  // namespace ht::emu
