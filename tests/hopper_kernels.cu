@@ -97,7 +97,8 @@ CUtensorMap tile_map(const std::uint16_t* base, int rows, int box_rows, const Ho
   const CUresult r = sm90::encode_tensor_map(&map, a.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
                                              const_cast<std::uint16_t*>(base), dims, strides, box, element_strides,
                                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                             a.nan_fill ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                                        : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) ht::call_failed("cuTensorMapEncodeTiled", "refused", __FILE__, __LINE__);
   return map;
 }

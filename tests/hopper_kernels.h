@@ -24,13 +24,14 @@ enum class HopperFault {
 // given swizzle (0, 32, 64 or 128 bytes; K = the swizzle row, or 16 without one), an mbarrier
 // says when, and wgmma m64nNk16 (N = 64 or 128) multiplies them, K / 16 steps, into
 // out (64 × N, row-major, FP32). a_rows / k_cols smaller than 64 / K leave part of the box
-// outside the tensor, which TMA fills with zeros. Elements are fp16 or bf16 bits.
+// outside the tensor, which TMA fills with zeros (or NaN). Elements are fp16 or bf16 bits.
 struct HopperTileArgs {
   bool bf16 = false;
   unsigned swizzle = 128;
   int n = 64;
   int a_rows = 64;  // rows of A that exist (<= 64)
   int k = 64;       // columns of A and B that exist (<= the box's K, a multiple of 8)
+  bool nan_fill = false;  // TMA fills what lies outside the tensor with NaN instead of zeros
   HopperFault fault = HopperFault::none;
 };
 // The box's K for a swizzle: the elements of one swizzle row, or 16 without a swizzle.

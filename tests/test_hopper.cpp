@@ -107,6 +107,16 @@ TEST_CASE("TMA + mbarrier + wgmma compute a tile right in every swizzle mode, fp
         }
 }
 
+TEST_CASE("TMA's NaN out-of-bound fill reaches exactly the rows outside the tensor", "[.][hopper]") {
+  REQUIRE(hopper_emulated());
+  const Tile t = run_tile({.n = 64, .a_rows = 40, .nan_fill = true});
+  for (int m = 0; m < 64; ++m) {
+    INFO("row " << m);
+    CHECK(std::isnan(t.out[static_cast<std::size_t>(m * 64)]) == (m >= 40));
+    CHECK(std::isnan(t.out[static_cast<std::size_t>(m * 64 + 63)]) == (m >= 40));
+  }
+}
+
 TEST_CASE("Hopper misuse the hardware leaves as silent corruption is an error here", "[.][hopper][misuse]") {
   REQUIRE(hopper_emulated());
   const auto fails = [](HopperFault f, unsigned swizzle = 128) {
