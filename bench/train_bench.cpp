@@ -8,6 +8,7 @@
 // and its loss-scaling share is the loss-scaling pass over the model's gradients over the step.
 // Data is synthetic (random samples or tokens): the step's cost does not depend on it.
 #include "bench/benchmarks.h"
+#include "ground/convert.h"
 #include "train/trainer.h"
 
 #include <ctime>
@@ -111,14 +112,15 @@ void bench_train(Harness& h) {
   const bool graphs = h.device() != Device::cpu && comm.world_size() == 1;  // graphs with MPI: not capturable
   for (const Workload& w : workloads(h)) {
     struct Variant { Precision precision; bool graph; };
-    std::vector<Variant> variants = {{Precision::fp16, false}, {Precision::bf16, false}, {Precision::fp32, false}};
-    if (graphs) variants.insert(variants.begin() + 1, {Precision::fp16, true});
+    // fp32 first: each 16-bit step is reported with its ratio to it (step_vs_fp32).
+    std::vector<Variant> variants = {{Precision::fp32, false}, {Precision::fp16, false}, {Precision::bf16, false}};
+    if (graphs) variants.insert(variants.begin() + 2, {Precision::fp16, true});
     // Quick: fp16 (and its graph replay), plus fp32 where fp32 is what a CPU baseline runs.
     if (h.options().quick)
       std::erase_if(variants, [&](const Variant& v) {
         return v.precision == Precision::bf16 || (v.precision == Precision::fp32 && h.device() != Device::cpu);
       });
-    double loss_scaling_ms = -1;
+    double loss_scaling_ms = -1, fp32_ms = -1;
     for (const auto [p, graph] : variants) {
       TrainConfig c;
       c.device = DeviceChoice::cpu;  // unused: the harness's backend runs it
@@ -151,6 +153,9 @@ void bench_train(Harness& h) {
       r.extra = {{unit + "_per_s", static_cast<double>(dist.rows_per_step * comm.world_size()) / step_s},
                  {"host_ms_per_step", dist.host_ms_per_step}};
       if (p == Precision::fp16) r.extra["loss_scaling_share"] = loss_scaling_ms / dist.timing.median;
+      if (p == Precision::fp32 && !graph) fp32_ms = dist.timing.median;
+      else if (fp32_ms > 0) r.extra["step_vs_fp32"] = dist.timing.median / fp32_ms;
+      if (h.device() == Device::cpu) r.params["cpu_conversions"] = bulk_convert_isa();
       if (comm.world_size() > 1) {
         auto local = make_single_process_communicator();
         const StepTiming alone = time_steps(h, c, data, *local);

@@ -21,11 +21,8 @@ template <class T>
 void widen_head(const void* data, std::int64_t b, std::int64_t S, std::int64_t width, std::int64_t col, std::int64_t D, Floats& out) {
   out.resize(static_cast<std::size_t>(S * D));
   const T* src = static_cast<const T*>(data) + b * S * width + col;
-  for (std::int64_t t = 0; t < S; ++t)
-    for (std::int64_t d = 0; d < D; ++d) out[static_cast<std::size_t>(t * D + d)] = cpu::load(src[t * width + d]);
+  for (std::int64_t t = 0; t < S; ++t) cpu::load_n(src + t * width, &out[static_cast<std::size_t>(t * D)], D);
 }
-
-template <class T> float round_to_dtype(float v) { return cpu::load(cpu::store<T>(v)); }
 
 // C (M, N) = alpha · op(A) · op(B), row-major, C overwritten.
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* a, const float* b, float* c) {
@@ -54,18 +51,20 @@ void attention_ref(const AttentionArgs& a) {
           for (std::int64_t j = 0; j <= i; ++j) m = std::max(m, s[j]);
           float sum = 0;
           for (std::int64_t j = 0; j <= i; ++j) {
-            const float p = std::exp(s[j] - m);
-            sum += p;
-            s[j] = round_to_dtype<T>(p);
+            s[j] = std::exp(s[j] - m);
+            sum += s[j];
           }
+          cpu::round_n<T>(s, i + 1);
           for (std::int64_t j = i + 1; j < S; ++j) s[j] = 0.0f;  // causal
           l[static_cast<std::size_t>(i)] = sum;
           a.lse[(b * a.heads + h) * S + i] = m + std::log(sum);
         }
         gemm(false, false, S, D, S, 1.0f, scores.data(), v.data(), o.data());  // Σ_j round(p_ij)·v_j
-        for (std::int64_t i = 0; i < S; ++i)
-          for (std::int64_t d = 0; d < D; ++d)
-            out[(b * S + i) * C + h * D + d] = cpu::store<T>(o[static_cast<std::size_t>(i * D + d)] / l[static_cast<std::size_t>(i)]);
+        for (std::int64_t i = 0; i < S; ++i) {
+          float* row = &o[static_cast<std::size_t>(i * D)];
+          for (std::int64_t d = 0; d < D; ++d) row[d] /= l[static_cast<std::size_t>(i)];
+          cpu::store_n(row, out + (b * S + i) * C + h * D, D);
+        }
       }
   });
 }
@@ -95,21 +94,22 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
           for (std::int64_t j = 0; j < S; ++j) {
             const auto ij = static_cast<std::size_t>(i * S + j);
             const float p = j <= i ? std::exp(P[ij] - lse[i]) : 0.0f;
-            Pr[ij] = round_to_dtype<T>(p);
-            dSr[ij] = round_to_dtype<T>(p * (dP[ij] - sum));
+            Pr[ij] = p;
+            dSr[ij] = p * (dP[ij] - sum);
           }
+          cpu::round_n<T>(&Pr[static_cast<std::size_t>(i * S)], S);
+          cpu::round_n<T>(&dSr[static_cast<std::size_t>(i * S)], S);
         }
         gemm(true, false, S, D, S, 1.0f, Pr.data(), dout.data(), dv.data());      // dV = Pᵀ·dO
         gemm(false, false, S, D, S, a.scale, dSr.data(), k.data(), dq.data());    // dQ = scale·dS·K
         gemm(true, false, S, D, S, a.scale, dSr.data(), q.data(), dk.data());     // dK = scale·dSᵀ·Q
-        for (std::int64_t t = 0; t < S; ++t)
-          for (std::int64_t d = 0; d < D; ++d) {
-            T* row = dqkv + (b * S + t) * 3 * C;
-            const auto td = static_cast<std::size_t>(t * D + d);
-            row[h * D + d] = cpu::store<T>(dq[td]);
-            row[C + h * D + d] = cpu::store<T>(dk[td]);
-            row[2 * C + h * D + d] = cpu::store<T>(dv[td]);
-          }
+        for (std::int64_t t = 0; t < S; ++t) {
+          T* row = dqkv + (b * S + t) * 3 * C;
+          const auto td = static_cast<std::size_t>(t * D);
+          cpu::store_n(&dq[td], row + h * D, D);
+          cpu::store_n(&dk[td], row + C + h * D, D);
+          cpu::store_n(&dv[td], row + 2 * C + h * D, D);
+        }
       }
   });
 }

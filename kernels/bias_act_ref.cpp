@@ -2,6 +2,7 @@
 #include "kernels/bias_act.h"
 #include "kernels/cpu_dtype.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace ht {
@@ -33,17 +34,32 @@ void bias_act_ref(const BiasActArgs& a) {
     const float* __restrict acc = a.acc;
     const float* __restrict b = bias.data();
     with_activation(a.act, [&](auto act, auto) {
-      for (std::int64_t r = 0; r < a.rows; ++r) {
-        const std::int64_t row = r * a.cols;
-        if (pre) {
-          for (std::int64_t c = 0; c < a.cols; ++c) {
-            const float z = cpu::rounded<T>(acc[row + c] + b[c]);
-            cpu::put(pre + row + c, z);
-            cpu::put(out + row + c, act(z));
+      if constexpr (std::is_same_v<T, float>) {
+        for (std::int64_t r = 0; r < a.rows; ++r) {
+          const std::int64_t row = r * a.cols;
+          if (pre) {
+            for (std::int64_t c = 0; c < a.cols; ++c) {
+              const float z = acc[row + c] + b[c];
+              pre[row + c] = z;
+              out[row + c] = act(z);
+            }
+          } else {
+            for (std::int64_t c = 0; c < a.cols; ++c) out[row + c] = act(acc[row + c] + b[c]);
           }
-        } else {
-          for (std::int64_t c = 0; c < a.cols; ++c) cpu::put(out + row + c, act(cpu::rounded<T>(acc[row + c] + b[c])));
         }
+      } else {
+        // A row at a time in FP32 scratch: z = round(acc + bias) is stored as the
+        // pre-activation, act(z) rounded as the output (the element-wise order of the GPU's).
+        float z[cpu::kChunk], y[cpu::kChunk];
+        for (std::int64_t r = 0; r < a.rows; ++r)
+          for (std::int64_t c0 = 0; c0 < a.cols; c0 += cpu::kChunk) {
+            const std::int64_t n = std::min(cpu::kChunk, a.cols - c0), at = r * a.cols + c0;
+            for (std::int64_t c = 0; c < n; ++c) z[c] = acc[at + c] + b[c0 + c];
+            cpu::round_n<T>(z, n);
+            if (pre) cpu::store_n(z, pre + at, n);
+            for (std::int64_t c = 0; c < n; ++c) y[c] = act(z[c]);
+            cpu::store_n(y, out + at, n);
+          }
       }
     });
   });
@@ -56,7 +72,14 @@ void act_backward_ref(const ActBackwardArgs& a) {
     const T* __restrict saved = static_cast<const T*>(a.saved);
     T* __restrict dpre = static_cast<T*>(a.dpre);
     with_activation(a.act, [&](auto, auto derivative) {
-      for (std::int64_t i = 0; i < a.n; ++i) cpu::put(dpre + i, cpu::load(dout[i]) * derivative(cpu::load(saved[i])));
+      float g[cpu::kChunk], x[cpu::kChunk];
+      for (std::int64_t i0 = 0; i0 < a.n; i0 += cpu::kChunk) {
+        const std::int64_t n = std::min(cpu::kChunk, a.n - i0);
+        cpu::load_n(dout + i0, g, n);
+        cpu::load_n(saved + i0, x, n);
+        for (std::int64_t i = 0; i < n; ++i) g[i] *= derivative(x[i]);
+        cpu::store_n(g, dpre + i0, n);
+      }
     });
   });
 }
@@ -67,8 +90,13 @@ void bias_grad_ref(const BiasGradArgs& a) {
     const T* dpre = static_cast<const T*>(a.dpre);
     // Each column summed over the rows in order, row by row (the memory order).
     std::vector<float> sum(static_cast<std::size_t>(a.cols), 0.0f);
+    float row[cpu::kChunk];
     for (std::int64_t r = 0; r < a.rows; ++r)
-      for (std::int64_t c = 0; c < a.cols; ++c) sum[static_cast<std::size_t>(c)] += cpu::load(dpre[r * a.cols + c]);
+      for (std::int64_t c0 = 0; c0 < a.cols; c0 += cpu::kChunk) {
+        const std::int64_t n = std::min(cpu::kChunk, a.cols - c0);
+        cpu::load_n(dpre + r * a.cols + c0, row, n);
+        for (std::int64_t c = 0; c < n; ++c) sum[static_cast<std::size_t>(c0 + c)] += row[c];
+      }
     for (std::int64_t c = 0; c < a.cols; ++c) a.dbias[c] += sum[static_cast<std::size_t>(c)];
   });
 }

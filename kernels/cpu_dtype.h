@@ -2,9 +2,11 @@
 // widening / rounding helpers, plus a switch from a runtime DType to a compile-time type.
 #pragma once
 
+#include "ground/convert.h"
 #include "ground/dtype.h"
 #include "ground/error.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace ht::cpu {
@@ -28,6 +30,47 @@ template <class T> inline float rounded(float v) { return load(store<T>(v)); }
 inline void put(float* p, float v) { *p = v; }
 inline void put(f16* p, float v) { p->bits = f32_to_f16_bits_wide(v); }
 inline void put(bf16* p, float v) { p->bits = f32_to_bf16_bits(v); }
+
+// Whole rows at a time, bit-identical to load/store/rounded element by element: the bulk
+// conversions of ground/convert.h (F16C/AVX2 where the CPU has it). The reference kernels widen
+// a row into FP32 scratch, compute there, and narrow it back.
+inline const std::uint16_t* bits_of(const f16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
+inline const std::uint16_t* bits_of(const bf16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
+inline std::uint16_t* bits_of(f16* p) { return reinterpret_cast<std::uint16_t*>(p); }
+inline std::uint16_t* bits_of(bf16* p) { return reinterpret_cast<std::uint16_t*>(p); }
+
+inline void load_n(const float* src, float* dst, std::int64_t n) { std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); }
+inline void load_n(const f16* src, float* dst, std::int64_t n) { widen_f16(bits_of(src), dst, static_cast<std::size_t>(n)); }
+inline void load_n(const bf16* src, float* dst, std::int64_t n) { widen_bf16(bits_of(src), dst, static_cast<std::size_t>(n)); }
+inline void store_n(const float* src, float* dst, std::int64_t n) {
+  if (src != dst) std::memmove(dst, src, static_cast<std::size_t>(n) * 4);
+}
+inline void store_n(const float* src, f16* dst, std::int64_t n) { narrow_f16(src, bits_of(dst), static_cast<std::size_t>(n)); }
+inline void store_n(const float* src, bf16* dst, std::int64_t n) { narrow_bf16(src, bits_of(dst), static_cast<std::size_t>(n)); }
+// x[i] = rounded<T>(x[i]) for a row.
+template <class T> void round_n(float* x, std::int64_t n) {
+  if constexpr (std::is_same_v<T, f16>) round_f16(x, static_cast<std::size_t>(n));
+  else if constexpr (std::is_same_v<T, bf16>) round_bf16(x, static_cast<std::size_t>(n));
+}
+
+// Elements per FP32 scratch row of the chunked loops: a few KiB, in L1.
+constexpr std::int64_t kChunk = 512;
+
+// dst[i] = store<D>(load(src[i])) for n elements, through FP32 scratch when neither is FP32.
+template <class S, class D> void convert_n(const S* src, D* dst, std::int64_t n) {
+  if constexpr (std::is_same_v<S, float>) {
+    store_n(src, dst, n);
+  } else if constexpr (std::is_same_v<D, float>) {
+    load_n(src, dst, n);
+  } else {
+    float row[kChunk];
+    for (std::int64_t i = 0; i < n; i += kChunk) {
+      const std::int64_t m = n - i < kChunk ? n - i : kChunk;
+      load_n(src + i, row, m);
+      store_n(row, dst + i, m);
+    }
+  }
+}
 
 // Calls f(std::type_identity<T>{}) with T the storage type of `t`.
 template <class F> decltype(auto) dispatch(DType t, F&& f) {

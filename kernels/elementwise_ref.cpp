@@ -1,6 +1,8 @@
 #include "kernels/cpu_dtype.h"
 #include "kernels/elementwise.h"
 
+#include <algorithm>
+
 namespace ht {
 
 void cast_ref(const CastArgs& a) {
@@ -8,9 +10,7 @@ void cast_ref(const CastArgs& a) {
     using S = typename decltype(src_tag)::type;
     cpu::dispatch(a.dst_dtype, [&](auto dst_tag) {
       using D = typename decltype(dst_tag)::type;
-      const S* src = static_cast<const S*>(a.src);
-      D* dst = static_cast<D*>(a.dst);
-      for (std::int64_t i = 0; i < a.n; ++i) dst[i] = cpu::store<D>(cpu::load(src[i]));
+      cpu::convert_n(static_cast<const S*>(a.src), static_cast<D*>(a.dst), a.n);
     });
   });
 }
@@ -28,11 +28,15 @@ void gather_batch_ref(const GatherArgs& a) {
     using T = typename decltype(tag)::type;
     T* x = static_cast<T*>(a.x);
     const std::int32_t* indices = a.indices + gather_offset(a);
+    float row[cpu::kChunk];
     for (std::int64_t r = 0; r < a.rows; ++r) {
       const std::int64_t sample = indices[r];
       const std::uint8_t* pixels = a.images + sample * a.features;
-      for (std::int64_t f = 0; f < a.features; ++f)
-        x[r * a.features + f] = cpu::store<T>(static_cast<float>(pixels[f]) / 255.0f);
+      for (std::int64_t f0 = 0; f0 < a.features; f0 += cpu::kChunk) {
+        const std::int64_t n = std::min(cpu::kChunk, a.features - f0);
+        for (std::int64_t f = 0; f < n; ++f) row[f] = static_cast<float>(pixels[f0 + f]) / 255.0f;
+        cpu::store_n(row, x + r * a.features + f0, n);
+      }
       a.labels[r] = a.all_labels[sample];
     }
   });
@@ -45,7 +49,17 @@ void add_ref(const AddArgs& a) {
       using B = typename decltype(b_tag)::type;
       const A* x = static_cast<const A*>(a.a);
       const B* y = static_cast<const B*>(a.b);
-      for (std::int64_t i = 0; i < a.n; ++i) a.out[i] = cpu::load(x[i]) + cpu::load(y[i]);
+      if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
+        for (std::int64_t i = 0; i < a.n; ++i) a.out[i] = x[i] + y[i];
+        return;
+      }
+      float xs[cpu::kChunk], ys[cpu::kChunk];
+      for (std::int64_t i0 = 0; i0 < a.n; i0 += cpu::kChunk) {
+        const std::int64_t n = std::min(cpu::kChunk, a.n - i0);
+        cpu::load_n(x + i0, xs, n);
+        cpu::load_n(y + i0, ys, n);
+        for (std::int64_t i = 0; i < n; ++i) a.out[i0 + i] = xs[i] + ys[i];
+      }
     });
   });
 }

@@ -15,8 +15,7 @@ const float* widen(const void* src, DType dtype, std::int64_t count, std::vector
   scratch.resize(static_cast<std::size_t>(count));
   cpu::dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* s = static_cast<const T*>(src);
-    for (std::int64_t i = 0; i < count; ++i) scratch[static_cast<std::size_t>(i)] = cpu::load(s[i]);
+    cpu::load_n(static_cast<const T*>(src), scratch.data(), count);
   });
   return scratch.data();
 }

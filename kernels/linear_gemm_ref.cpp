@@ -12,7 +12,8 @@ void linear_gemm_ref(const LinearGemmArgs& a) {
     return;
   }
   const GemmArgs& g = a.gemm;
-  std::vector<float> acc(static_cast<std::size_t>(g.M * g.N));
+  thread_local std::vector<float> acc;  // FP32 accumulators, overwritten (beta 0): never zeroed
+  acc.resize(static_cast<std::size_t>(g.M * g.N));
   GemmArgs to_acc = g;
   to_acc.c = acc.data();
   to_acc.beta = 0;

@@ -20,9 +20,15 @@ template <class Update> void optimizer_pass(const OptimizerArgs& a, Update updat
       auto loop = [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* __restrict working = static_cast<T*>(a.working);
-        for (std::int64_t i = chunk.begin; i < chunk.end; ++i) {
-          const float p = update(i, grads[i] * clip, chunk.decay != 0);
-          if constexpr (!std::is_same_v<T, float>) working[i] = cpu::store<T>(p);
+        if constexpr (std::is_same_v<T, float>) {
+          for (std::int64_t i = chunk.begin; i < chunk.end; ++i) update(i, grads[i] * clip, chunk.decay != 0);
+        } else {  // the new weights a row at a time, rounded into the working copy in bulk
+          float fresh[cpu::kChunk];
+          for (std::int64_t i0 = chunk.begin; i0 < chunk.end; i0 += cpu::kChunk) {
+            const std::int64_t n = std::min(cpu::kChunk, chunk.end - i0);
+            for (std::int64_t i = 0; i < n; ++i) fresh[i] = update(i0 + i, grads[i0 + i] * clip, chunk.decay != 0);
+            cpu::store_n(fresh, working + i0, n);
+          }
         }
       };
       if (a.working) cpu::dispatch(a.working_dtype, loop);

@@ -1,6 +1,7 @@
 // fp16 / bf16 conversions: every one of the 65,536 bit patterns of each format, every rounding
 // boundary between neighbouring values, and random fp32 inputs against an independent
 // double-precision reference (and against cuda_fp16.h / cuda_bf16.h when the build has them).
+#include "ground/convert.h"
 #include "ground/dtype.h"
 #include "engine/rng.h"
 
@@ -10,6 +11,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #if HALFTAPE_HAVE_SIMT
 #include <cuda_bf16.h>
@@ -126,6 +128,73 @@ TEST_CASE("fp16: the branch-free widening the CPU kernels use equals the referen
     INFO("pattern 0x" << std::hex << b);
     REQUIRE(std::bit_cast<std::uint32_t>(f16_bits_to_f32_wide(h)) == std::bit_cast<std::uint32_t>(f16_bits_to_f32(h)));
   }
+}
+
+// The bulk conversions the CPU kernels use (F16C/AVX2 where the CPU has it) against the scalar
+// loops: every fp16/bf16 pattern widened, every one of the 2^32 fp32 patterns narrowed and
+// rounded, through unaligned pointers and lengths that leave a scalar tail.
+TEST_CASE("fp16/bf16: the bulk conversions equal the scalar ones on every pattern, bit for bit", "[dtype]") {
+  INFO("bulk conversions: " << bulk_convert_isa());
+  constexpr std::size_t kBlock = 1 << 16;
+  std::vector<std::uint16_t> half(kBlock + 1), want_half(kBlock + 1);
+  std::vector<float> wide(kBlock + 1), want_wide(kBlock + 1);
+  std::vector<std::uint32_t> in(kBlock + 1);
+  for (std::size_t i = 0; i < kBlock; ++i) half[i + 1] = static_cast<std::uint16_t>(i);
+  auto same_floats = [&](std::size_t n) { return std::memcmp(wide.data() + 1, want_wide.data() + 1, n * 4) == 0; };
+  auto same_halves = [&](std::size_t n) { return std::memcmp(half.data() + 1, want_half.data() + 1, n * 2) == 0; };
+  widen_f16(half.data() + 1, wide.data() + 1, kBlock);
+  scalar_convert::widen_f16(half.data() + 1, want_wide.data() + 1, kBlock);
+  REQUIRE(same_floats(kBlock));
+  widen_bf16(half.data() + 1, wide.data() + 1, kBlock);
+  scalar_convert::widen_bf16(half.data() + 1, want_wide.data() + 1, kBlock);
+  REQUIRE(same_floats(kBlock));
+  std::uint64_t bad = 0;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer builds (-O1, instrumented: about 10x slower) take every 16th block of 65536
+  // patterns; the main build takes all of them.
+  constexpr std::uint64_t kStride = 16 * kBlock;
+  WARN("sanitizer build: narrowing checked on every 16th block of 65536 fp32 patterns (all of them in the main build)");
+#else
+  constexpr std::uint64_t kStride = kBlock;
+#endif
+  for (std::uint64_t base = 0; base < (std::uint64_t{1} << 32); base += kStride) {
+    for (std::size_t i = 0; i < kBlock; ++i) in[i + 1] = static_cast<std::uint32_t>(base + i);
+    const float* x = reinterpret_cast<const float*>(in.data() + 1);
+    const std::size_t n = kBlock;
+    narrow_f16(x, half.data() + 1, n);
+    scalar_convert::narrow_f16(x, want_half.data() + 1, n);
+    bad += !same_halves(n);
+    narrow_bf16(x, half.data() + 1, n);
+    scalar_convert::narrow_bf16(x, want_half.data() + 1, n);
+    bad += !same_halves(n);
+    std::memcpy(wide.data() + 1, x, n * 4);
+    std::memcpy(want_wide.data() + 1, x, n * 4);
+    round_f16(wide.data() + 1, n);
+    scalar_convert::round_f16(want_wide.data() + 1, n);
+    bad += !same_floats(n);
+    std::memcpy(wide.data() + 1, x, n * 4);
+    std::memcpy(want_wide.data() + 1, x, n * 4);
+    round_bf16(wide.data() + 1, n);
+    scalar_convert::round_bf16(want_wide.data() + 1, n);
+    bad += !same_floats(n);
+  }
+  // Every length up to 40 (the scalar tails after the 8-wide steps), on random patterns.
+  Rng rng(3);
+  for (std::size_t n = 0; n <= 40; ++n)
+    for (int trial = 0; trial < 200; ++trial) {
+      for (std::size_t i = 0; i < n; ++i) in[i + 1] = static_cast<std::uint32_t>(rng.next());
+      const float* x = reinterpret_cast<const float*>(in.data() + 1);
+      narrow_f16(x, half.data() + 1, n);
+      scalar_convert::narrow_f16(x, want_half.data() + 1, n);
+      bad += !same_halves(n);
+      narrow_bf16(x, half.data() + 1, n);
+      scalar_convert::narrow_bf16(x, want_half.data() + 1, n);
+      bad += !same_halves(n);
+      widen_f16(half.data() + 1, wide.data() + 1, n);
+      scalar_convert::widen_f16(half.data() + 1, want_wide.data() + 1, n);
+      bad += !same_floats(n);
+    }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("fp16/bf16: random fp32 inputs match the double-precision reference", "[dtype]") {
