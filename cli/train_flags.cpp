@@ -82,6 +82,9 @@ TrainConfig to_config(const TrainFlags& f) {
   for (const char* adamw_only : {"--beta1", "--beta2"})
     HT_CHECK(c.optimizer.kind == OptimizerKind::adamw || !given(adamw_only), "{} is a setting of --optimizer adamw; this run "
              "uses sgd", adamw_only);
+  for (const ModelFlag& m : model_only_flags())
+    HT_CHECK(c.model.kind == m.model || !given(m.flag.c_str()), "{} is a setting of --model {}; this run uses --model {}", m.flag,
+             m.model, c.model.kind);
   c.optimizer.sgd.momentum = f.momentum;
   c.optimizer.sgd.nesterov = f.nesterov ? 1 : 0;
   if (f.weight_decay >= 0) {

@@ -21,6 +21,13 @@ std::vector<std::string> model_names();
 // Registers --model and every model's own flags on `command`, writing into `spec`.
 void add_model_flags(CLI::App* command, ModelSpec& spec);
 
+// The flags only one model reads, each with that model's name (--hidden: "mlp"); a run of
+// another model refuses them rather than ignore them.
+struct ModelFlag {
+  std::string flag, model;
+};
+std::vector<ModelFlag> model_only_flags();
+
 // A flag a model's training recipe sets when the command line does not (nor `unless`, a flag
 // that takes its place: --epochs for --steps). The MLP's recipe is halftape's defaults; the
 // GPT's is nanoGPT's recipe for a small character model.

@@ -56,6 +56,11 @@ void add_model_flags(CLI::App* t, ModelSpec& spec) {
   t->add_option("--block-size", spec.gpt.block_size, "gpt: the context, in tokens")->check(count);
 }
 
+std::vector<ModelFlag> model_only_flags() {
+  return {{"--hidden", "mlp"},  {"--activation", "mlp"}, {"--n-layer", "gpt"},
+          {"--n-head", "gpt"},  {"--n-embd", "gpt"},     {"--block-size", "gpt"}};
+}
+
 std::vector<RecipeFlag> recipe_flags(const std::string& kind) {
   if (kind != "gpt") return {};
   return {{"--data", "shakespeare", ""},     {"--batch-size", "12", ""},       {"--steps", "2000", "--epochs"},

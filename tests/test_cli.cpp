@@ -103,6 +103,18 @@ TEST_CASE("hostile flags: overflowing counts, meaningless combinations, unclear 
   expect_one_error_line(t + "--resume /tmp", "/tmp: not a checkpoint (no manifest.json) nor a --save directory (no latest)");
 }
 
+TEST_CASE("a flag of the other model is refused, naming the flag and its model", "[cli]") {
+  // Each trained with rc 0 before, the flag silently ignored.
+  const std::string gpt = "train --model gpt --data synthetic --steps 1 ", mlp = "train --data synthetic --steps 1 ";
+  expect_one_error_line(gpt + "--hidden 32", "--hidden is a setting of --model mlp; this run uses --model gpt");
+  expect_one_error_line(gpt + "--activation gelu", "--activation is a setting of --model mlp; this run uses --model gpt");
+  expect_one_error_line(mlp + "--n-layer 3", "--n-layer is a setting of --model gpt; this run uses --model mlp");
+  expect_one_error_line(mlp + "--n-head 2", "--n-head is a setting of --model gpt; this run uses --model mlp");
+  expect_one_error_line(mlp + "--n-embd 64", "--n-embd is a setting of --model gpt; this run uses --model mlp");
+  expect_one_error_line(mlp + "--block-size 32", "--block-size is a setting of --model gpt; this run uses --model mlp");
+  expect_one_error_line("train --model mlp --data synthetic --steps 1 --n-layer 3", "--n-layer is a setting of --model gpt");
+}
+
 TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / ("halftape-cli-data-" + std::to_string(::getpid()));
   fs::remove_all(dir);
