@@ -31,6 +31,10 @@ class CollectiveError : public Error {
 // its one check macro on top of this (HT_CUDA_CHECK, HT_NCCL_CHECK, HT_MPI_CHECK).
 [[noreturn]] void call_failed(const char* call, const char* error, const char* file, int line);
 
+// __FILE__ as the source tree names it ("engine/arena.cpp"): the compiler cache builds from the
+// build folder with relative paths (CCACHE_BASEDIR), so __FILE__ may read "../engine/arena.cpp".
+const char* source_path(const char* file);
+
 // Counts derived from user input (samples per step, total steps, parameter counts): an overflow
 // is an error naming what was being computed, never a wrapped, negative or trapping value.
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
@@ -56,5 +60,5 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view
 #define HT_ASSERT(cond)                                                                   \
   do {                                                                                    \
     if (!(cond))                                                                          \
-      ::ht::fail(::fmt::format("internal error: {} failed at {}:{}", #cond, __FILE__, __LINE__)); \
+      ::ht::fail(::fmt::format("internal error: {} failed at {}:{}", #cond, ::ht::source_path(__FILE__), __LINE__)); \
   } while (0)

@@ -16,7 +16,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   libfmt-dev libcli11-dev catch2 nlohmann-json3-dev zlib1g-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libboost-context-dev
   dataset-fashion-mnist python3-matplotlib python3-numpy python3-jsonschema python3-torch python3-pip

@@ -22,6 +22,20 @@ stage() {
 }
 
 stage setup scripts/setup.sh
+
+# The compiler cache's hits and misses during this run (cmake/ccache.cmake): a warm cache makes
+# the three builds below mostly hits.
+ccache_counts() {
+  ccache --print-stats 2>/dev/null | awk '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2}
+                                          $1 == "cache_miss" {m += $2} END {print h + 0, m + 0}'
+}
+read -r hits0 misses0 < <(ccache_counts)
+report_ccache() {
+  local hits misses
+  read -r hits misses < <(ccache_counts)
+  hits=$((hits - hits0)) misses=$((misses - misses0))
+  echo "test.sh: compiler cache: $hits hits, $misses misses ($(( (hits + misses) ? 100 * hits / (hits + misses) : 0 ))% hit rate)"
+}
 stage build scripts/build.sh
 stage tests ctest --test-dir build --output-on-failure -j "$jobs"
 
@@ -41,4 +55,5 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   stage racecheck-tests ctest --test-dir build-racecheck --output-on-failure -j "$jobs"
   stage fuzz tests/fuzz/run.sh 15
 fi
+report_ccache
 echo "test.sh: all tests passed in $((SECONDS - start)) s"

@@ -70,3 +70,12 @@ TEST_CASE("checked arithmetic on counts derived from flags refuses overflow", "[
                     Catch::Contains("--batch-size × --accum-steps") && Catch::Contains("does not fit in 64 bits"));
   CHECK_THROWS_AS(checked_add(INT64_MAX, 1, "steps"), Error);
 }
+
+TEST_CASE("a failed call names its file as the source tree does, whatever folder it was built from", "[comm]") {
+  CHECK(std::string(source_path("../engine/arena.cpp")) == "engine/arena.cpp");
+  CHECK(std::string(source_path("./comm/nccl.cpp")) == "comm/nccl.cpp");
+  CHECK(std::string(source_path("/abs/comm/nccl.cpp")) == "/abs/comm/nccl.cpp");
+  CHECK(std::string(source_path("..hidden/x.cpp")) == "..hidden/x.cpp");
+  CHECK_THROWS_WITH(call_failed("ncclAllReduce(...)", "unhandled system error", "../comm/nccl.cpp", 42),
+                    "ncclAllReduce(...) failed: unhandled system error (comm/nccl.cpp:42)");
+}
