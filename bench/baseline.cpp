@@ -5,13 +5,29 @@
 #include "ground/error.h"
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 namespace ht::bench {
+
+// What std::system's wait status means, in words: an exit code or the signal that ended it
+// (the shell reports a command killed by signal N as exit code 128 + N).
+std::string describe_wait_status(int status) {
+  if (status == -1) return fmt::format("could not be started ({})", std::strerror(errno));
+  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (!WIFEXITED(status)) return fmt::format("ended with wait status {}", status);
+  const int code = WEXITSTATUS(status);
+  if (code == 127) return "exited with code 127 (the shell found no such command)";
+  if (code > 128 && code < 128 + 65)
+    return fmt::format("exited with code {} (the shell's code for signal {}, {})", code, code - 128, strsignal(code - 128));
+  return fmt::format("exited with code {}", code);
+}
 
 nlohmann::json run_pytorch_baseline(const std::string& command, const Harness& h) {
   const std::filesystem::path out =
@@ -21,7 +37,10 @@ nlohmann::json run_pytorch_baseline(const std::string& command, const Harness& h
                                        h.options().quick ? " --quick" : "");
   std::fflush(stdout);
   const int status = std::system(full.c_str());
-  HT_CHECK(status == 0, "--pytorch: '{}' failed (status {})", full, status);
+  if (status != 0) {
+    std::filesystem::remove(out);
+    fail(fmt::format("--pytorch: '{}' {}", full, describe_wait_status(status)));
+  }
   std::ifstream in(out);
   HT_CHECK(in.good(), "--pytorch: '{}' wrote no {}", full, out.string());
   nlohmann::json baseline;

@@ -6,12 +6,26 @@
 
 #include <fmt/core.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 namespace ht::cli {
 
 namespace {
+
+// --json FILE, checked before any benchmark runs (as `train --save` is): a placeholder is written
+// and flushed at once, so a path that cannot be written (a missing folder, /dev/full, no
+// permission) fails in the first second, not after every benchmark. The results replace it.
+void write_json_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  HT_CHECK(f, "--json {}: cannot open for writing: {}", path, std::strerror(errno));
+  const bool written = std::fputs(text.c_str(), f) >= 0 && std::fflush(f) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  HT_CHECK(written && closed, "--json {}: write failed: {}", path, std::strerror(written ? errno : err));
+}
 
 std::vector<std::string> benchmark_names() {
   std::vector<std::string> names;
@@ -35,11 +49,8 @@ int run_bench(const BenchFlags& f, const MpiWorld* world) {
   std::unique_ptr<Backend> backend = make_backend(parse_device(f.device), world ? world->local_rank() : 0);
   std::unique_ptr<Communicator> comm = make_communicator(parse_comm(f.comm), world, *backend, f.comm_timeout);
   const bool rank0 = comm->rank() == 0;
-  std::ofstream json;
-  if (!f.json.empty() && rank0) {
-    json.open(f.json, std::ios::out | std::ios::trunc);
-    HT_CHECK(json.good(), "--json {}: cannot open for writing", f.json);
-  }
+  const bool write_json = !f.json.empty() && rank0;
+  if (write_json) write_json_file(f.json, "{\"incomplete\": \"halftape bench is still running or did not finish\"}\n");
   HT_CHECK(f.pytorch.empty() || backend->device() != Device::simt,
            "--pytorch: PyTorch runs on the CPU or a GPU; beside the emulator its numbers would compare nothing");
   bench::Harness harness(*backend, *comm, f.options);
@@ -52,10 +63,7 @@ int run_bench(const BenchFlags& f, const MpiWorld* world) {
     std::cout << bench::format_side_by_side(harness, baseline) << std::flush;
     out["baselines"] = nlohmann::json::array({baseline});
   }
-  if (json.is_open()) {
-    json << out.dump(2) << '\n';
-    HT_CHECK(json.flush().good(), "--json {}: write failed", f.json);
-  }
+  if (write_json) write_json_file(f.json, out.dump(2) + "\n");
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "comm/agreement.h"
 #include "comm/mpi_world.h"
 #include "cli/commands.h"
+#include "ground/env.h"
 #include "ground/error.h"
 
 #include <fmt/core.h>
@@ -36,6 +37,11 @@ ht::StartupStatus parse(CLI::App& app, int argc, char** argv) {
     return {0, "halftape 0.1.0\n", {}};
   } catch (const CLI::ParseError& e) {
     return {2, fmt::format("{} (see --help)", e.what()), {}};
+  }
+  try {
+    ht::check_environment();  // HALFTAPE_* variables: their documented values only (ground/env.h)
+  } catch (const ht::Error& e) {
+    return {2, e.what(), {}};
   }
   return {};
 }

@@ -14,13 +14,43 @@ import sys
 SCHEMA = pathlib.Path(__file__).resolve().parent.parent / "bench" / "schema.json"
 
 
-def validate(paths):
+def fail(message):
+    print(f"bench_report: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load(path):
+    """One results file, or one line naming the file and what is wrong with it."""
+    try:
+        text = pathlib.Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    except UnicodeDecodeError as e:
+        fail(f"{path}: not a text file ({e.reason})")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        fail(f"{path}: not JSON ({e})")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        fail(f"{path}: not the JSON of `halftape bench --json` or scripts/pytorch_baseline.py (no 'results' list)")
+    return data
+
+
+def check_schema(path, data):
     import jsonschema
 
     schema = json.loads(SCHEMA.read_text())
-    for p in paths:
-        data = json.loads(pathlib.Path(p).read_text())
+    try:
         jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(k) for k in e.absolute_path) or "the top level"
+        fail(f"{path}: does not match bench/schema.json at {where}: {e.message}")
+
+
+def validate(paths):
+    for p in paths:
+        data = load(p)
+        check_schema(p, data)
         if not data["results"]:
             sys.exit(f"{p}: no results")
         for r in data["results"]:
@@ -114,7 +144,12 @@ def main():
     if args.validate:
         validate(args.files)
         return
-    loaded = [json.loads(pathlib.Path(p).read_text()) for p in args.files]
+    loaded = [load(p) for p in args.files]
+    for p, d in zip(args.files, loaded):
+        if d.get("framework") != "pytorch":
+            check_schema(p, d)  # what the tables below read is there
+        elif not all(isinstance(r, dict) and {"name", "variant", "median_ms"} <= r.keys() for r in d["results"]):
+            fail(f"{p}: a PyTorch result without 'name', 'variant' and 'median_ms'")
     runs = [d for d in loaded if d.get("framework") != "pytorch"]
     baselines = [d for d in loaded if d.get("framework") == "pytorch"]
     baselines += [b for d in runs for b in d.get("baselines", [])]  # from `halftape bench --pytorch`
@@ -122,9 +157,16 @@ def main():
     if baselines:
         text += "\n" + versus_pytorch(runs, baselines)
     if args.markdown:
-        pathlib.Path(args.markdown).write_text(text)
+        try:
+            pathlib.Path(args.markdown).write_text(text)
+        except OSError as e:
+            fail(f"--markdown {args.markdown}: cannot write ({e.strerror})")
     else:
-        print(text)
+        try:
+            print(text)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stderr.close()
+            sys.exit(0)
     if args.plots:
         plots(runs, args.plots)
 

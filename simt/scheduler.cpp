@@ -13,6 +13,7 @@
 //
 // In a racecheck build every GPU thread is also a ThreadSanitizer fiber; simt/racecheck.h says
 // which edges the scheduler tells TSan about, and why only those.
+#include "ground/env.h"
 #include "ground/error.h"
 #include "simt/block_hooks.h"
 #include "simt/emulator.h"
@@ -258,13 +259,8 @@ void cancel_parked_threads(Block& b) {
 std::atomic<int> g_schedule{static_cast<int>(Schedule::forward)};
 
 Schedule schedule_from_env() {
-  const char* s = std::getenv("HALFTAPE_SIMT_SCHEDULE");
-  if (!s) return Schedule::forward;
-  const std::string v = s;
-  if (v == "reverse") return Schedule::reverse;
-  if (v == "shuffle") return Schedule::shuffled;
-  if (v == "forward") return Schedule::forward;
-  fail(fmt::format("HALFTAPE_SIMT_SCHEDULE: '{}' is not forward, reverse or shuffle", v));
+  const std::string v = env_value("HALFTAPE_SIMT_SCHEDULE").value_or("forward");
+  return v == "reverse" ? Schedule::reverse : v == "shuffle" ? Schedule::shuffled : Schedule::forward;
 }
 
 std::string describe_stall(const Block& b) {
@@ -459,11 +455,7 @@ class Workers {
 };
 
 int configured_workers() {
-  if (const char* s = std::getenv("HALFTAPE_SIMT_THREADS")) {
-    const int n = std::atoi(s);
-    HT_CHECK(n >= 1 && n <= 256, "HALFTAPE_SIMT_THREADS: '{}' is not a thread count in [1, 256]", s);
-    return n;
-  }
+  if (const std::optional<std::string> s = env_value("HALFTAPE_SIMT_THREADS")) return std::stoi(*s);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -496,11 +488,8 @@ Schedule schedule() { return static_cast<Schedule>(g_schedule.load()); }
 
 const Arch& arch() {
   static const Arch chosen = [] {
-    const char* s = std::getenv("HALFTAPE_SIMT_ARCH");
-    const std::string v = s ? s : "sm_80";
-    if (v == "sm_80") return Arch{"sm_80", 8, 0, 163 * 1024};
-    if (v == "sm_90") return Arch{"sm_90", 9, 0, 227 * 1024};
-    fail(fmt::format("HALFTAPE_SIMT_ARCH: '{}' is not sm_80 or sm_90", v));
+    if (env_value("HALFTAPE_SIMT_ARCH").value_or("sm_80") == "sm_90") return Arch{"sm_90", 9, 0, 227 * 1024};
+    return Arch{"sm_80", 8, 0, 163 * 1024};
   }();
   return chosen;
 }

@@ -4,6 +4,7 @@
 // multiple of 8 and misaligned pointers (the element-wise load path). The bounds are derived in
 // docs/numerics.md: an FP32 sum of K products is within (K + 1)·2^-24·Σ|a·b| of the exact one;
 // each rounding to the stored dtype adds at most half an ulp of it.
+#include "ground/env.h"
 #include "kernels/activation.h"
 #include "kernels/cpu_dtype.h"
 #if HALFTAPE_HAVE_SIMT
@@ -267,8 +268,7 @@ TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64 on an sm_90 GPU", "[gemm][k
   }
   const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::cuda);
   const std::string what = gpu->description();
-  const char* env = std::getenv("HALFTAPE_WGMMA");
-  if (what.find("sm_90") == std::string::npos || (env && std::string(env) == "0")) {
+  if (what.find("sm_90") == std::string::npos || env_value("HALFTAPE_WGMMA") == "0") {
     WARN("skipped: the wgmma kernel is not in use on " << what << " (it needs sm_90; HALFTAPE_WGMMA=0 turns it off)");
     return;
   }

@@ -4,6 +4,7 @@
 #include "engine/backend.h"
 #include "engine/gpu/runtime.h"
 #include "engine/gpu/wgmma_self_check.h"
+#include "ground/env.h"
 #include "kernels/launch.h"
 
 #include <fmt/format.h>
@@ -85,8 +86,8 @@ class GpuBackend final : public Backend {
     HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
     HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
     stream_.sm_count = props_.multiProcessorCount;
-    const char* env = std::getenv("HALFTAPE_WGMMA");
-    use_wgmma_ = props_.major == 9 && props_.minor == 0 && !(env && std::string(env) == "0") && wgmma_self_check(*this, stream_);
+    use_wgmma_ = props_.major == 9 && props_.minor == 0 && env_value("HALFTAPE_WGMMA").value_or("1") == "1" &&
+                 wgmma_self_check(*this, stream_);
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
