@@ -13,6 +13,8 @@ constexpr int kBlock = 128;
 
 // logits: (rows, classes) T, labels: (rows) -> row_loss, row_correct: (rows) fp32,
 // dlogits: (rows, classes) T (when not null), scaled by *loss_scale / grad_divisor.
+// A label outside [0, classes) is never used as an index: its row's loss and gradient are NaN,
+// which the step's non-finite check then reports (the data readers refuse such labels first).
 template <class T>
 __global__ void __launch_bounds__(kBlock) cross_entropy_kernel(const T* __restrict__ logits, const std::int32_t* __restrict__ labels,
                                                                std::int64_t classes, float* __restrict__ row_loss,
@@ -31,12 +33,13 @@ __global__ void __launch_bounds__(kBlock) cross_entropy_kernel(const T* __restri
   for (std::int64_t c = threadIdx.x; c < classes; c += kBlock) sum += expf(to_float(z[c]) - max);
   sum = block_sum<kBlock>(sum);
   const std::int32_t label = labels[r];
+  const bool valid = label >= 0 && label < classes;
   if (threadIdx.x == 0) {
-    row_loss[r] = max + logf(sum) - to_float(z[label]);
-    if (row_correct) row_correct[r] = argmax == label ? 1.0f : 0.0f;
+    row_loss[r] = valid ? max + logf(sum) - to_float(z[label]) : NAN;
+    if (row_correct) row_correct[r] = valid && argmax == label ? 1.0f : 0.0f;
   }
   if (!dlogits) return;
-  const float multiplier = (loss_scale ? *loss_scale : 1.0f) / grad_divisor;
+  const float multiplier = valid ? (loss_scale ? *loss_scale : 1.0f) / grad_divisor : NAN;
   for (std::int64_t c = threadIdx.x; c < classes; c += kBlock) {
     const float p = expf(to_float(z[c]) - max) / sum;
     dlogits[r * classes + c] = from_float<T>((p - (c == label ? 1.0f : 0.0f)) * multiplier);

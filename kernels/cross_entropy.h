@@ -3,7 +3,9 @@
 //   dz[r, c]   = round((softmax(z[r,:])[c] - [c == label[r]]) * loss_scale / grad_divisor)
 // grad_divisor is batch × accumulation steps, so the gradient is that of the mean loss over the
 // whole optimizer step, multiplied by the loss scale. An fp16 dz overflows to inf exactly
-// where a scaled gradient would on the GPU.
+// where a scaled gradient would on the GPU. A label outside [0, classes) is never an index: the
+// reference throws naming the row and the label; the kernel makes that row's loss and gradient
+// NaN, which the step's non-finite check reports.
 #pragma once
 
 #include "ground/dtype.h"

@@ -17,6 +17,8 @@ void cross_entropy_ref(const CrossEntropyArgs& a) {
     for (std::int64_t r = 0; r < a.rows; ++r) {
       cpu::load_n(static_cast<const T*>(a.logits) + r * a.classes, row.data(), a.classes);
       const std::int32_t label = a.labels[r];
+      HT_CHECK(label >= 0 && label < a.classes, "cross-entropy: the target of row {} is {}, outside the {} classes [0, {})", r,
+               label, a.classes, a.classes);
       float max = -INFINITY;
       std::int64_t argmax = 0;
       for (std::int64_t c = 0; c < a.classes; ++c) {

@@ -82,13 +82,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int s = kt % kStages;
     sm90::mbar_wait(&full[s], (kt / kStages) & 1);
+    __syncwarp();  // the spin may leave the warp diverged; the .sync.aligned wgmma below needs it whole
     const T* a_tile = tiles + s * 2 * kTileElems + c * 64 * kBK;
     const T* b_tile = tiles + s * 2 * kTileElems + kTileElems;
+    sm90::fence_operands(d);  // d[] stays in its registers, written, before the batch starts...
     sm90::wgmma_fence();
     HT_UNROLL
     for (int k = 0; k < kBK / 16; ++k) sm90::wgmma_m64n128k16<T>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
+    sm90::fence_operands(d);  // ...and is read only after the wait says the tensor cores are done
     if (t == 0) sm90::mbar_arrive(&empty[s]);  // this warpgroup is done reading stage s
   }
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each

@@ -36,6 +36,7 @@ inline void fence_proxy_async() { ht::emu::fence_proxy_async(); }
 inline void wgmma_fence() { ht::emu::wgmma_fence(); }
 inline void wgmma_commit() { ht::emu::wgmma_commit_group(); }
 template <int kPending> inline void wgmma_wait() { ht::emu::wgmma_wait_group(kPending); }
+template <int N> inline void fence_operands(float (&)[N]) {}  // the emulator runs in source order
 template <class T> inline void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b) {
   ht::emu::wgmma_mma_async(std::is_same_v<T, __nv_bfloat16>, 128, d, desc_a, desc_b, 1, 1, 1, 0, 0);
 }
@@ -89,6 +90,14 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int kPending> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Pins the accumulators in place around an asynchronous wgmma batch (as CUTLASS's
+// warpgroup_fence_operand): the asm above clobbers memory, not registers, so without this the
+// compiler may move a read or write of d[] across wgmma.fence or wgmma.wait_group - reading an
+// accumulator the tensor cores have not finished writing. Emits no instruction.
+template <int N> __device__ __forceinline__ void fence_operands(float (&d)[N]) {
+  HT_UNROLL
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 template <bool kIncrease, unsigned kRegisters> __device__ __forceinline__ void setmaxnreg() {
   if constexpr (kIncrease) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));

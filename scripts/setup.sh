@@ -10,7 +10,11 @@
 #   - NVIDIA's CuTe headers, the independent reference the emulator's Hopper layouts are checked
 #     against (tests/test_cute_layouts.cpp): the PyPI wheel nvidia-cutlass==4.2.0.0, fetched with
 #     `pip download` (no install), checked by SHA-256, its cute/ and cutlass/ headers unpacked to
-#     /usr/local/share/halftape/cutlass-4.2.0/include.
+#     /usr/local/share/halftape/cutlass-4.2.0/include;
+#   - cuobjdump and nvdisasm, which this CUDA install lacks, for the SASS the GEMM test reads
+#     (tests/ptxas_report.sh): the PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm
+#     ==13.5.37, fetched with `pip download`, checked by SHA-256, unpacked to
+#     /usr/local/share/halftape/cuda-binutils-13.5.37/bin.
 # The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the build is
 # CPU-only (no SIMT emulator, no CUDA backend).
 set -euo pipefail
@@ -86,3 +90,28 @@ PY
   echo "$cutlass_wheel_sha256" | "${sudo_cmd[@]}" tee "$cutlass_include/.wheel-sha256" >/dev/null
   rm -rf "$wheel_dir"
 fi
+
+# cuobjdump and the nvdisasm it runs, from NVIDIA's PyPI wheels (this CUDA install has neither).
+nvtools_dir=/usr/local/share/halftape/cuda-binutils-13.5.37
+install_nv_tool() {  # install_nv_tool NAME SHA256
+  local name=$1 sha=$2
+  if [[ -x $nvtools_dir/bin/$name && -f $nvtools_dir/.$name-sha256 && $(cat "$nvtools_dir/.$name-sha256") == "$sha" ]]; then
+    echo "setup: $name present in $nvtools_dir/bin"; return
+  fi
+  echo "setup: unpacking $name from the PyPI wheel nvidia-cuda-$name==13.5.37"
+  local wheel_dir wheel
+  wheel_dir=$(mktemp -d)
+  /usr/bin/python3 -m pip download --quiet --no-deps --dest "$wheel_dir" "nvidia-cuda-$name==13.5.37"
+  wheel=$(ls "$wheel_dir"/nvidia_cuda_"$name"-13.5.37-*.whl)
+  if ! echo "$sha  $wheel" | sha256sum --quiet -c -; then
+    echo "setup: nvidia-cuda-$name 13.5.37 does not have the expected SHA-256" >&2
+    exit 1
+  fi
+  /usr/bin/python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[3], sys.argv[2])' \
+    "$wheel" "$wheel_dir/raw" "nvidia/cu13/bin/$name"
+  "${sudo_cmd[@]}" install -D -m 0755 "$wheel_dir/raw/nvidia/cu13/bin/$name" "$nvtools_dir/bin/$name"
+  echo "$sha" | "${sudo_cmd[@]}" tee "$nvtools_dir/.$name-sha256" >/dev/null
+  rm -rf "$wheel_dir"
+}
+install_nv_tool cuobjdump 38780fee50863252a0b8926357faa91615ca1c8346490563f33a06100cd73f58
+install_nv_tool nvdisasm d3fdbdd49fa53e2e4aacd3db8259d052bd2b049ececdcb69e92e083c6728e7ca

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Compiles the tensor-core GEMM for sm_80 and sm_90 with `nvcc -Xptxas -v` and fails if any of
-# its kernels has a stack frame or spills registers. Prints the resource report.
-#   tests/ptxas_report.sh NVCC SOURCE_DIR
+# The compiler's own evidence on the tensor-core GEMMs: compiles the mma.sync kernel for sm_80
+# and sm_90 and the wgmma kernel for sm_90a with `nvcc -Xptxas -v`, and fails if any of them has
+# a stack frame or spills registers; then reads the wgmma kernel's SASS (cuobjdump, which
+# scripts/setup.sh installs) and fails unless each K-tile is the four HGMMA.64x128x16 the source
+# asks for, behind one wgmma fence (WARPGROUP.ARRIVE) and followed by one wait (WARPGROUP.DEPBAR).
+# Prints the resource report and the instruction counts.
+#   tests/ptxas_report.sh NVCC SOURCE_DIR CUOBJDUMP
 set -euo pipefail
-nvcc=$1 src=$2
+nvcc=$1 src=$2 cuobjdump=${3:-}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
@@ -20,4 +24,34 @@ for arch in 80 90; do
     }
     END { exit bad }' "$out/ptxas_$arch.txt" | sed 's/ptxas info *: //' || status=1
 done
+
+# The Hopper kernel (sm_90a only).
+"$nvcc" -O3 -std=c++20 --expt-relaxed-constexpr -I"$src" -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -cubin \
+  -o "$out/wgmma.cubin" "$src/kernels/gemm_wgmma.cu" 2>"$out/ptxas_90a.txt"
+awk '
+  /Compiling entry function/ { fn = $0; sub(/.*function ./, "", fn); sub(/. for .*/, "", fn) }
+  /stack frame/ { frame = $0 }
+  /Used [0-9]+ registers/ && fn ~ /gemm_wgmma_kernel/ {
+    printf "sm_90a %s: %s |%s\n", fn, $0, frame; n++
+    if (frame !~ /0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads/) bad = 1
+  }
+  END { if (n != 2) { print "FAIL: expected the fp16 and bf16 wgmma kernels, found " n; bad = 1 } exit bad }' \
+  "$out/ptxas_90a.txt" | sed 's/ptxas info *: //' || status=1
+if [[ ! -x $cuobjdump ]]; then
+  echo "FAIL: no cuobjdump ('$cuobjdump'): scripts/setup.sh installs it"; exit 1
+fi
+NVDISASM_PATH=$(dirname "$cuobjdump") "$cuobjdump" -sass "$out/wgmma.cubin" >"$out/wgmma.sass"
+awk '
+  /Function :/ { fn = $3; kernels++ }
+  fn != "" && /HGMMA\.64x128x16/ { hgmma[fn]++ }
+  fn != "" && /WARPGROUP\.ARRIVE/ { arrive[fn]++ }
+  fn != "" && /WARPGROUP\.DEPBAR/ { depbar[fn]++ }
+  END {
+    for (f in hgmma) {
+      printf "sm_90a SASS %s: %d HGMMA.64x128x16, %d WARPGROUP.ARRIVE, %d WARPGROUP.DEPBAR\n", f, hgmma[f], arrive[f], depbar[f]
+      if (hgmma[f] != 4 || arrive[f] != 1 || depbar[f] != 1) bad = 1
+    }
+    if (kernels != 2 || length(hgmma) != 2) { print "FAIL: expected two wgmma kernels with HGMMA in the SASS"; bad = 1 }
+    exit bad
+  }' "$out/wgmma.sass" || status=1
 exit $status

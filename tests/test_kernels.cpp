@@ -234,6 +234,41 @@ TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient; rows longer t
         }
 }
 
+TEST_CASE("kernel cross_entropy: a target outside [0, classes) is never an index", "[kernels]") {
+  constexpr std::int64_t rows = 3, classes = 5;
+  const auto logits = random_bytes(DType::f32, rows * classes, 11, 4);
+  for (std::int32_t bad : {-1, 5, 1 << 30}) {
+    INFO("label " << bad);
+    const std::vector<std::int32_t> labels = {2, 0, bad};  // the last row's target is out of range
+    std::vector<float> loss(rows), dlogits(rows * classes);
+    CHECK_THROWS_WITH(cross_entropy_ref({logits.data(), DType::f32, labels.data(), rows, classes, loss.data(), nullptr,
+                                         dlogits.data(), nullptr, 1.0f}),
+                      "cross-entropy: the target of row 2 is " + std::to_string(bad) + ", outside the 5 classes [0, 5)");
+    for (auto& gpu : gpu_backends())
+      for (DType t : kTypes) {
+        INFO(device_name(gpu->device()) << " " << dtype_name(t));
+        const auto z = random_bytes(t, rows * classes, 11, 4);
+        const auto d_logits = put(*gpu, z);
+        const auto d_labels = put(*gpu, labels);
+        auto d_loss = put_zeros<float>(*gpu, rows);
+        auto d_correct = put_zeros<float>(*gpu, rows);
+        auto d_dlogits = put_zeros<std::uint8_t>(*gpu, z.size());
+        gpu->cross_entropy({d_logits.get(), t, d_labels.get(), rows, classes, d_loss.get(), d_correct.get(), d_dlogits.get(),
+                            nullptr, 1.0f});
+        const std::vector<float> got = get(*gpu, d_loss);
+        CHECK(std::isfinite(got[0]));
+        CHECK(std::isfinite(got[1]));
+        CHECK(std::isnan(got[2]));  // today's kernel read z[label] from outside the row here
+        CHECK(get(*gpu, d_correct)[2] == 0.0f);
+        const std::vector<float> g = widen(t, get(*gpu, d_dlogits));
+        for (std::int64_t c = 0; c < classes; ++c) {
+          CHECK(std::isfinite(g[static_cast<std::size_t>(c)]));
+          CHECK(std::isnan(g[static_cast<std::size_t>(2 * classes + c)]));
+        }
+      }
+  }
+}
+
 namespace {
 
 // One step of the scaler's kernels (unscale -> finalize -> update) on `b`.
