@@ -21,6 +21,7 @@ stage() {
   echo "test.sh: stage '$name' took $((SECONDS - t0)) s (total $((SECONDS - start)) s)"
 }
 
+quiet() { "$@" >/dev/null; }  # a stage whose output says nothing new (its time still prints)
 stage setup scripts/setup.sh
 
 # The compiler cache's hits and misses during this run (cmake/ccache.cmake): a warm cache makes
@@ -41,16 +42,16 @@ stage tests ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   # -O1 and line tables only: the sanitizer build compiles everything once more, so keep it quick.
-  stage sanitize-configure cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_SANITIZE=ON >/dev/null
+  stage sanitize-configure quiet cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_SANITIZE=ON
   stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow \
           -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks|hopper: training"  # siblings run the same code here
   # The racecheck: the kernel tests again under ThreadSanitizer, every GPU thread a fiber
   # (simt/racecheck.h); only the kernel test binary is built.
-  stage racecheck-configure cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_RACECHECK=ON >/dev/null
+  stage racecheck-configure quiet cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DHALFTAPE_RACECHECK=ON
   stage racecheck-build ninja -C build-racecheck -j "$jobs" tests/halftape_racecheck_tests
   stage racecheck-tests ctest --test-dir build-racecheck --output-on-failure -j "$jobs"
   stage fuzz tests/fuzz/run.sh 15
