@@ -151,7 +151,7 @@ TEST_CASE("a tiny run succeeds and prints its summary", "[cli]") {
   CHECK(r.out.find("done: 3 steps") != std::string::npos);
 }
 
-TEST_CASE("gpt and sample: bad input gets one error line; the same seed gives the same text", "[cli][gpt]") {
+TEST_CASE("gpt and sample: bad input gets one error line - the same seed gives the same text", "[cli][gpt]") {
   const std::string text = ht::test::gpt_test_text_path();
   const fs::path dir = fs::temp_directory_path() / ("halftape-cli-gpt-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -27,7 +27,7 @@ TEST_CASE("agreement: the first differing setting is named with both values", "[
   CHECK_THAT(first_disagreement({root, other}), Catch::Contains("ranks disagree on --precision"));
 }
 
-TEST_CASE("agreement at start-up: one bad rank ends every rank, named; all bad alike prints once", "[comm]") {
+TEST_CASE("agreement at start-up: one bad rank ends every rank, named - all bad alike prints once", "[comm]") {
   const Settings s = {{"--lr", "0.001"}};
   const StartupStatus go{-1, "", s};
   const StartupStatus bad{2, "--precision: fp8 not in {fp32,fp16,bf16} (see --help)", {}};

@@ -162,7 +162,7 @@ TEST_CASE("data parallel: fp16 and bf16 gradient traffic train like fp32 traffic
   }
 }
 
-TEST_CASE("data parallel: resume under mpiexec continues bit for bit; every rank wrote its own file", "[mpi]") {
+TEST_CASE("data parallel: resume under mpiexec continues bit for bit - every rank wrote its own file", "[mpi]") {
   // Every rank needs the same directory: rank 0 names it and tells the others.
   char name[256] = {};
   if (g_world->rank() == 0)

@@ -39,7 +39,7 @@ TEST_CASE("device training: fp32 losses match the CPU reference to 1e-5", "[devi
   }
 }
 
-TEST_CASE("device training: fp16 skips the same steps with the same scales; losses within (2L+1)·2^-11", "[device-training]") {
+TEST_CASE("device training: fp16 skips the same steps with the same scales - losses within (2L+1)·2^-11", "[device-training]") {
   TrainConfig c = device_config(Precision::fp16);
   c.scaler.init_scale = 16777216.0f;                 // overflows for the first steps
   c.inject_overflow = parse_overflow_injections("9");

@@ -140,7 +140,7 @@ TEST_CASE("emulator runtime: copies are checked against device allocations", "[e
   CHECK(emu::cudaFree(dev) == cudaErrorInvalidValue);  // double free is reported
 }
 
-TEST_CASE("emulator: a CUDA graph records launches with their arguments; a sync inside a capture is refused", "[emulator]") {
+TEST_CASE("emulator: a CUDA graph records launches with their arguments - a sync inside a capture is refused", "[emulator]") {
   float* data = device_alloc<float>(64);
   cudaStream_t stream = nullptr;
   REQUIRE(emu::cudaStreamCreate(&stream) == cudaSuccess);

@@ -298,7 +298,7 @@ TEST_CASE("gradcheck: a value read by two ops sums their gradients (x + linear(l
                });
 }
 
-TEST_CASE("gradcheck: a tied weight (embedding and output layer) gets both gradients; its hook fires once, after both", "[gradcheck]") {
+TEST_CASE("gradcheck: a tied weight (embedding and output layer) gets both gradients - its hook fires once, after both", "[gradcheck]") {
   const std::vector<std::int32_t> tokens = {1, 0, 2, 1};  // B = 1, T = 4, V = 3, C = 5
   auto build = [&](OpContext& ctx, const std::vector<Var>&, const std::vector<int>& p) {
     Tensor t = ctx.backend.empty(Shape{1, 4}, DType::i32);

@@ -51,7 +51,7 @@ const DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 }  // namespace
 
-TEST_CASE("kernel cast: every dtype pair, edge sizes, specials; bit-exact", "[kernels]") {
+TEST_CASE("kernel cast: every dtype pair, edge sizes, specials - bit-exact", "[kernels]") {
   for (auto& gpu : gpu_backends()) {
     for (DType from : kTypes)
       for (DType to : kTypes)
@@ -205,7 +205,7 @@ TEST_CASE("kernel bias_grad: column sums accumulate into FP32", "[kernels]") {
       }
 }
 
-TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient; rows longer than a block", "[kernels]") {
+TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient - rows longer than a block", "[kernels]") {
   for (auto& gpu : gpu_backends())
     for (DType t : kTypes)
       for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 129}, {2, 3000}})
@@ -234,7 +234,7 @@ TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient; rows longer t
         }
 }
 
-TEST_CASE("kernel cross_entropy: a target outside [0, classes) is never an index", "[kernels]") {
+TEST_CASE("kernel cross_entropy: a target outside the classes (negative, or classes and up) is never an index", "[kernels]") {
   constexpr std::int64_t rows = 3, classes = 5;
   const auto logits = random_bytes(DType::f32, rows * classes, 11, 4);
   for (std::int32_t bad : {-1, 5, 1 << 30}) {
@@ -358,7 +358,7 @@ TEST_CASE("kernels unscale_check_norm + finalize + update_scaler: flags per tens
   }
 }
 
-TEST_CASE("kernels sgd and adamw: master, moments and working copy; skip on found_inf", "[kernels][optim]") {
+TEST_CASE("kernels sgd and adamw: master, moments and working copy - skip on found_inf", "[kernels][optim]") {
   auto cpu = make_cpu_backend();
   for (auto& gpu : gpu_backends())
     for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw})

@@ -111,7 +111,7 @@ TEST_CASE("the optimizer refreshes the low-precision working copy from the FP32 
   for (std::size_t i = 0; i < master.size(); ++i) CHECK(working[i] == round_to(DType::bf16, master[i]));
 }
 
-TEST_CASE("LR schedule: linear warmup, then cosine to min_lr; constant stays put", "[optim][schedule]") {
+TEST_CASE("LR schedule: linear warmup, then cosine to min_lr - constant stays put", "[optim][schedule]") {
   LrSchedule s;
   s.kind = LrSchedule::cosine;
   s.base_lr = 1.0f;

@@ -94,7 +94,7 @@ TEST_CASE("resume: 10 steps + resume + 10 equals 20 straight, bit for bit, overf
   }
 }
 
-TEST_CASE("resume: --steps counts from the start; a checkpoint beyond it is refused", "[reliability]") {
+TEST_CASE("resume: --steps counts from the start - a checkpoint beyond it is refused", "[reliability]") {
   const fs::path root = unique_temp_path("halftape-resume-steps");
   TrainConfig c = resume_config();
   c.save_dir = root.string();
@@ -395,7 +395,7 @@ TEST_CASE("checkpoints holding non-finite weights, moments or loss scale are ref
   fs::remove_all(root);
 }
 
-TEST_CASE("a loss scale whose inverse overflows is refused; the gradients unscaled by it are flagged", "[reliability]") {
+TEST_CASE("a loss scale whose inverse overflows is refused - the gradients unscaled by it are flagged", "[reliability]") {
   TrainConfig c = small_config(Precision::fp16);
   c.scaler.init_scale = 1e-40f;
   c.scaler.min_scale = 1e-40f;
@@ -425,7 +425,7 @@ TEST_CASE("a loss scale whose inverse overflows is refused; the gradients unscal
   }
 }
 
-TEST_CASE("start-up: a --save that cannot be written fails at start-up; --stop-after before the resumed step is refused", "[reliability]") {
+TEST_CASE("start-up: a --save that cannot be written fails at start-up - --stop-after before the resumed step is refused", "[reliability]") {
   TrainConfig c = small_config(Precision::fp16);
   c.save_dir = "/proc/halftape-cannot-create-this";
   CHECK_THROWS_WITH(train_in_process(c), Catch::Contains("--save /proc/halftape-cannot-create-this: cannot create"));
