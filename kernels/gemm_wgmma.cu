@@ -10,8 +10,9 @@
 //   block tile 128×128, K step 64; stage = A tile [128][64] + B tile [128][64], 128-byte rows
 //   that TMA writes with the 128B swizzle and wgmma reads through matrix descriptors;
 //   consumer warpgroup c computes rows [64c, 64c + 64) with wgmma.m64n128k16 (64 FP32
-//   accumulators a thread); the producer's single thread waits for a stage to be empty, arms
-//   its "full" barrier with the expected bytes, and issues the two TMA copies.
+//   accumulators a thread), keeping one batch of wgmma in flight while it waits for the next
+//   stage; the producer's single thread waits for a stage to be empty, arms its "full" barrier
+//   with the expected bytes, and issues the two TMA copies.
 #include "kernels/gemm_epilogue.cuh"
 #include "kernels/launch.h"
 #include "kernels/ptx_sm90.cuh"
@@ -79,6 +80,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   float d[64];
   HT_UNROLL
   for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  // One batch of wgmma stays in flight: after issuing K-tile kt's batch the warpgroup waits only
+  // until kt - 1's has retired (wait_group 1), releases that one's stage to the producer, and
+  // goes on to wait for the next stage while the tensor cores still work on kt.
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int s = kt % kStages;
     sm90::mbar_wait(&full[s], (kt / kStages) & 1);
@@ -90,10 +94,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     HT_UNROLL
     for (int k = 0; k < kBK / 16; ++k) sm90::wgmma_m64n128k16<T>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
     sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_operands(d);  // ...and is read only after the wait says the tensor cores are done
-    if (t == 0) sm90::mbar_arrive(&empty[s]);  // this warpgroup is done reading stage s
+    sm90::wgmma_wait<1>();    // K-tile kt - 1's batch has retired; kt's may still run
+    sm90::fence_operands(d);  // ...and is touched only after a wait that covers it
+    if (kt > 0 && t == 0) sm90::mbar_arrive(&empty[(kt - 1) % kStages]);  // done reading stage of kt - 1
   }
+  sm90::wgmma_wait<0>();  // the last batch (no one waits for its stage: the producer is done)
+  sm90::fence_operands(d);
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each
   // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1), in d[4j .. 4j + 3].
   const int warp = t / 32, lane = t % 32;

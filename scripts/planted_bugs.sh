@@ -6,7 +6,8 @@
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
 # and shuffled schedules and prints that they pass) and the racecheck build (ThreadSanitizer,
 # simt/racecheck.h) must report as a data race. The Hopper plants (a wrong swizzle mode or
-# leading byte offset in the wgmma descriptors, a missing wgmma.wait_group, an mbarrier armed
+# leading byte offset in the wgmma descriptors, a missing or too lax wgmma.wait_group, a stage
+# released while its wgmma is in flight, an mbarrier armed
 # with the wrong byte count) run the wgmma GEMM's tests on an emulated sm_90. Takes several minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,8 +86,12 @@ plant kernels/gemm_wgmma.cu 's/(std::uint64_t{1} << 62)/(std::uint64_t{2} << 62)
   "gemm_wgmma: the descriptors say 64B swizzle where TMA wrote 128B"
 plant kernels/gemm_wgmma.cu 's/(std::uint64_t{16 >> 4} << 16)/(std::uint64_t{1024 >> 4} << 16)/' "[hopper][gemm]" \
   "gemm_wgmma: the descriptors' leading byte offset set to the atom stride"
-plant kernels/gemm_wgmma.cu '/    sm90::wgmma_wait<0>();/d' "[hopper][gemm]" \
-  "gemm_wgmma: no wgmma.wait_group before the stage is released and the accumulators are stored"
+plant kernels/gemm_wgmma.cu '/  sm90::wgmma_wait<0>();  \/\/ the last batch/d' "[hopper][gemm]" \
+  "gemm_wgmma: no wgmma.wait_group 0 before the accumulators are stored"
+plant kernels/gemm_wgmma.cu 's/sm90::wgmma_wait<1>();/sm90::wgmma_wait<2>();/' "[hopper][gemm]" \
+  "gemm_wgmma: wait_group 2, so the released stage's wgmma may still be in flight"
+plant kernels/gemm_wgmma.cu 's/if (kt > 0 \&\& t == 0) sm90::mbar_arrive(&empty\[(kt - 1) % kStages\]);/if (t == 0) sm90::mbar_arrive(\&empty[kt % kStages]);/' \
+  "[hopper][gemm]" "gemm_wgmma: a stage released while its own wgmma is in flight"
 plant kernels/gemm_wgmma.cu 's/sm90::mbar_expect_tx(&full\[s\], kStageBytes);/sm90::mbar_expect_tx(\&full[s], kStageBytes \/ 2);/' \
   "[hopper][gemm]" "gemm_wgmma: the full barrier armed with half the stage's bytes"
 unset HALFTAPE_SIMT_ARCH

@@ -173,7 +173,28 @@ class Hopper final : public AsyncUnit {
     complete_phase_if_done(m);
   }
 
-  void issue_copy(TmaCopy&& c) { copies_.push_back(std::move(c)); }
+  // A copy may land as soon as it is issued: one issued into shared memory that a wgmma of any
+  // warpgroup still reads is a race even when, as here, it lands later (a stage released to the
+  // producer before the wgmma.wait_group that retires the wgmma reading it).
+  void issue_copy(TmaCopy&& c) {
+    const std::unordered_set<std::uint32_t> read_by_wgmma = chunks_read_in_flight();
+    for (std::uint32_t offset : c.offsets)
+      if (read_by_wgmma.count(offset / 16))
+        refuse(fmt::format("a TMA copy (thread {}) is issued into shared offset {}, which an in-flight wgmma reads: the "
+                           "stage was released before the wgmma.wait_group that retires the wgmma reading it", c.issuer,
+                           offset));
+    copies_.push_back(std::move(c));
+  }
+
+  std::unordered_set<std::uint32_t> chunks_read_in_flight() const {
+    std::unordered_set<std::uint32_t> chunks;
+    for (const WarpgroupState& g : warpgroups_) {
+      for (const WgmmaOp& op : g.open) chunks.insert(op.chunks.begin(), op.chunks.end());
+      for (const auto& group : g.committed)
+        for (const WgmmaOp& op : group) chunks.insert(op.chunks.begin(), op.chunks.end());
+    }
+    return chunks;
+  }
 
   // Lands the oldest copy (in the async fiber: the copy engine's accesses are its own).
   bool progress() override {
@@ -192,12 +213,7 @@ class Hopper final : public AsyncUnit {
       if (!same_bytes(window_ + c.offsets[e], c.before.data() + e * eb, eb))
         refuse(fmt::format("shared memory at offset {} was written while a TMA copy into it (issued by thread {}) was in "
                            "flight, before its mbarrier's phase completed", c.offsets[e], c.issuer));
-    std::unordered_set<std::uint32_t> read_by_wgmma;
-    for (const WarpgroupState& g : warpgroups_) {
-      for (const WgmmaOp& op : g.open) read_by_wgmma.insert(op.chunks.begin(), op.chunks.end());
-      for (const auto& group : g.committed)
-        for (const WgmmaOp& op : group) read_by_wgmma.insert(op.chunks.begin(), op.chunks.end());
-    }
+    const std::unordered_set<std::uint32_t> read_by_wgmma = chunks_read_in_flight();
     race::acquire(c.sync.get());
     std::array<std::uint64_t, 5> index{};
     const EncodedMap& m = c.map;

@@ -74,7 +74,12 @@ __global__ void hopper_tile_kernel(const __grid_constant__ CUtensorMap map_a, co
   sm90::wgmma_commit();
   if (fault == HopperFault::write_accumulator) d[3] = 1.0f;
   if (fault == HopperFault::write_operand && t == 0) smem[kAOffset] ^= 1;
+  if (fault == HopperFault::tma_into_operand && t == 0) {  // A again, into the tile the wgmma reads
+    sm90::mbar_expect_tx(bar, static_cast<unsigned>(64 * kbox * 2));
+    sm90::tma_load_2d(smem + kAOffset, &map_a, bar, 0, 0);
+  }
   if (fault != HopperFault::no_wait_group) sm90::wgmma_wait<0>();
+  if (fault == HopperFault::tma_into_operand) sm90::mbar_wait(bar, 1);
   // The m64nN accumulator: warp w holds rows 16w + lane/4 (+ 8), register pair 2c (+ 1) of
   // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1).
   const unsigned warp = t / 32, lane = t % 32;

@@ -12,6 +12,7 @@ enum class HopperFault {
   write_accumulator,    // writes an accumulator while its wgmma is in flight
   write_operand,        // writes shared memory an in-flight wgmma reads
   write_tma_dest,       // writes shared memory an in-flight TMA copy writes
+  tma_into_operand,     // issues a TMA copy into shared memory an in-flight wgmma reads
   misaligned_tma,       // a swizzled TMA destination off the pattern's boundary
   three_warps,          // one warp of the warpgroup leaves before the wgmma
   tx_too_few,           // arrive.expect_tx arms fewer bytes than the copies carry

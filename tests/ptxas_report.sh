@@ -3,7 +3,8 @@
 # and sm_90 and the wgmma kernel for sm_90a with `nvcc -Xptxas -v`, and fails if any of them has
 # a stack frame or spills registers; then reads the wgmma kernel's SASS (cuobjdump, which
 # scripts/setup.sh installs) and fails unless each K-tile is the four HGMMA.64x128x16 the source
-# asks for, behind one wgmma fence (WARPGROUP.ARRIVE) and followed by one wait (WARPGROUP.DEPBAR).
+# asks for, behind one wgmma fence (WARPGROUP.ARRIVE), followed by a wait that leaves one batch
+# in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1), with the one full wait (0x0) after the loop.
 # Prints the resource report and the instruction counts.
 #   tests/ptxas_report.sh NVCC SOURCE_DIR CUOBJDUMP
 set -euo pipefail
@@ -45,11 +46,13 @@ awk '
   /Function :/ { fn = $3; kernels++ }
   fn != "" && /HGMMA\.64x128x16/ { hgmma[fn]++ }
   fn != "" && /WARPGROUP\.ARRIVE/ { arrive[fn]++ }
-  fn != "" && /WARPGROUP\.DEPBAR/ { depbar[fn]++ }
+  fn != "" && /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { inflight[fn]++ }
+  fn != "" && /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { drain[fn]++ }
   END {
     for (f in hgmma) {
-      printf "sm_90a SASS %s: %d HGMMA.64x128x16, %d WARPGROUP.ARRIVE, %d WARPGROUP.DEPBAR\n", f, hgmma[f], arrive[f], depbar[f]
-      if (hgmma[f] != 4 || arrive[f] != 1 || depbar[f] != 1) bad = 1
+      printf "sm_90a SASS %s: %d HGMMA.64x128x16, %d WARPGROUP.ARRIVE, %d WARPGROUP.DEPBAR.LE gsb0 0x1, %d 0x0\n", f, hgmma[f],
+             arrive[f], inflight[f], drain[f]
+      if (hgmma[f] != 4 || arrive[f] != 1 || inflight[f] != 1 || drain[f] != 1) bad = 1
     }
     if (kernels != 2 || length(hgmma) != 2) { print "FAIL: expected two wgmma kernels with HGMMA in the SASS"; bad = 1 }
     exit bad

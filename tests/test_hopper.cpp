@@ -129,6 +129,8 @@ TEST_CASE("Hopper misuse the hardware leaves as silent corruption is an error he
                                                                Catch::Contains("in flight"));
   CHECK_THROWS_WITH(fails(HopperFault::write_operand), Catch::Contains("that an in-flight wgmma reads was written"));
   CHECK_THROWS_WITH(fails(HopperFault::write_tma_dest), Catch::Contains("was written while a TMA copy into it"));
+  CHECK_THROWS_WITH(fails(HopperFault::tma_into_operand), Catch::Contains("is issued into shared offset") &&
+                                                              Catch::Contains("which an in-flight wgmma reads"));
   CHECK_THROWS_WITH(fails(HopperFault::misaligned_tma), Catch::Contains("with the 128B swizzle the destination must be 1024-byte aligned"));
   CHECK_THROWS_WITH(fails(HopperFault::misaligned_tma, 64), Catch::Contains("must be 512-byte aligned"));
   CHECK_THROWS_WITH(fails(HopperFault::three_warps), Catch::Contains("fewer than the four warps of warpgroup 0"));
