@@ -68,6 +68,8 @@ int run_sample(const SampleFlags& f) {
   }
   const ModelSpec spec = spec_from_config(config, "--resume " + f.resume);
   HT_CHECK(spec.kind == "gpt", "--resume {}: the checkpoint holds a {} model; sample needs a GPT (--model gpt)", f.resume, spec.kind);
+  HT_CHECK(!state.model_metadata.count("tokenizer"), "--resume {}: the model was trained on GPT-2 token ids (--data tokens:DIR); "
+           "sample reads and writes characters, so decode its ids with tiktoken's \"gpt2\" in PyTorch instead", f.resume);
   HT_CHECK(state.model_metadata.count("vocab"), "--resume {}: the checkpoint lacks the vocabulary", f.resume);
   const std::vector<std::string> vocab = utf8_characters(state.model_metadata.at("vocab"), "--resume " + f.resume + " vocab");
   std::map<std::string, std::int32_t> ids;

@@ -151,7 +151,7 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")
       ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}));
   add_model_flags(t, c.model);
-  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8)")->check(kNonEmpty);
+  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8) | tokens:DIR (GPT-2 ids: train.bin, val.bin)")->check(kNonEmpty);
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
       ->check(number_in(1, 1 << 30));
   t->add_option("--synthetic-features", c.synthetic.features, "features of --data synthetic")->check(number_in(1, 1 << 24));

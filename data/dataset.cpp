@@ -63,6 +63,9 @@ std::string data_identity(const DataSplit& d) {
     for (const std::string& c : d.text.vocab) crc = crc_of(crc, c.data(), c.size() + 1);
     for (const std::vector<std::int32_t>* part : {&d.text.train, &d.text.val})
       crc = crc_of(crc, part->data(), part->size() * sizeof(std::int32_t));
+    if (d.text.vocab.empty())  // token files
+      return fmt::format("GPT-2 tokens: {} train and {} val, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
+                         d.text.val.size(), d.text.vocab_size, crc);
     return fmt::format("text of {} train and {} val characters, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
                        d.text.val.size(), d.text.vocab.size(), crc);
   }
@@ -76,8 +79,8 @@ std::string data_identity(const DataSplit& d) {
 
 std::string DataSplit::describe() const {
   if (is_text())
-    return fmt::format("{} ({} train / {} val characters, a vocabulary of {})", name, text.train.size(), text.val.size(),
-                       text.vocab.size());
+    return fmt::format("{} ({} train / {} val {}, a vocabulary of {})", name, text.train.size(), text.val.size(),
+                       text.vocab.empty() ? "GPT-2 tokens" : "characters", text.vocab.empty() ? text.vocab_size : std::ssize(text.vocab));
   return fmt::format("{} ({} train / {} test samples)", name, train.samples, test.samples);
 }
 
@@ -138,7 +141,8 @@ DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic) {
     return load_text(kShakespearePath, spec);
   }
   if (spec.rfind("text:", 0) == 0) return load_text(spec.substr(5), spec);
-  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE", spec));
+  if (spec.rfind("tokens:", 0) == 0) return load_tokens(spec.substr(7), spec);
+  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE, tokens:DIR", spec));
 }
 
 }  // namespace ht

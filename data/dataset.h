@@ -3,7 +3,9 @@
 //             [0, 1] by /255 when a batch is gathered on the device (fashion-mnist, idx:, synthetic);
 //   text    - a character-level corpus: the vocabulary is the sorted distinct characters of the
 //             whole file, token ids index it, the first 90% of the characters train and the last
-//             10% validate, as nanoGPT's shakespeare_char (shakespeare, text:FILE).
+//             10% validate, as nanoGPT's shakespeare_char (shakespeare, text:FILE); or
+//             GPT-2 token ids from nanoGPT's or llm.c's train.bin/val.bin (tokens:DIR), with no
+//             characters to decode.
 #pragma once
 
 #include "engine/task.h"
@@ -24,7 +26,9 @@ struct Dataset {
 };
 
 struct TextData {
-  std::vector<std::string> vocab;     // the characters of token ids 0, 1, ... (UTF-8), in code point order
+  std::vector<std::string> vocab;     // the characters of token ids 0, 1, ... (UTF-8), in code point order;
+                                      // empty for token files (their ids are GPT-2's BPE)
+  std::int64_t vocab_size = 0;        // ids are in [0, vocab_size): vocab.size(), or GPT-2's 50,257
   std::vector<std::int32_t> train;    // token ids of the first 90% of the characters
   std::vector<std::int32_t> val;      // ... and of the last 10%
 };
@@ -59,9 +63,14 @@ inline const char* const kShakespearePath = "/usr/share/datasets/shakespeare/sha
 std::string data_identity(const DataSplit& d);
 
 // "fashion-mnist" (the Debian package), "idx:DIR" (the four standard MNIST file names, raw or
-// .gz), "synthetic", "shakespeare" or "text:FILE" (any UTF-8 file). Throws ht::Error naming the
+// .gz), "synthetic", "shakespeare", "text:FILE" (any UTF-8 file) or "tokens:DIR" (GPT-2 ids). Throws ht::Error naming the
 // file and what is wrong with it.
 DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic);
+
+// GPT-2's BPE vocabulary (tiktoken "gpt2"): the ids of nanoGPT's and llm.c's token files.
+constexpr std::int64_t kGpt2Vocab = 50257;
+// DIR/train.bin and DIR/val.bin in llm.c's or nanoGPT's format (data/tokens.cpp).
+DataSplit load_tokens(const std::string& dir, const std::string& name);
 
 // A character-level corpus from UTF-8 text (data/text.cpp); `name` as --data gave it.
 DataSplit load_text(const std::string& path, const std::string& name);

@@ -99,6 +99,7 @@ DataSplit load_text(const std::string& path, const std::string& name) {
   DataSplit split;
   split.name = name;
   for (std::uint32_t cp : vocab) split.text.vocab.push_back(utf8_encode(cp));
+  split.text.vocab_size = static_cast<std::int64_t>(vocab.size());
   auto id_of = [&](std::uint32_t cp) {
     return static_cast<std::int32_t>(std::lower_bound(vocab.begin(), vocab.end(), cp) - vocab.begin());
   };

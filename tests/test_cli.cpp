@@ -127,6 +127,28 @@ TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("token files: the GPT trains on GPT-2 ids - sample says it cannot decode them - bad files named", "[cli][gpt]") {
+  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-tokens-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::uint16_t> ids(3000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 7919) % 50257);
+  for (const char* name : {"train.bin", "val.bin"})
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  const std::string data = " --data tokens:" + dir.string();
+  const Result r = run_halftape("train --model gpt --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --batch-size 2 --steps 2 "
+                                "--eval-windows 4 --no-progress --save " + (dir / "ck").string() + data);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("a vocabulary of 50257") != std::string::npos);
+  CHECK(r.out.find("done: 2 steps") != std::string::npos);
+  expect_one_error_line("sample --resume " + (dir / "ck").string(), "trained on GPT-2 token ids");
+  ids[1234] = 60000;
+  std::ofstream(dir / "val.bin", std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  expect_one_error_line("train --model gpt --steps 1" + data, "val.bin: token 1234 (byte 2468) is id 60000");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("flag --device cuda without a GPU says so", "[cli]") {
   const Result r = run_halftape("train --device cuda --data synthetic --steps 1");
   if (r.status == 0) {

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -253,4 +254,59 @@ TEST_CASE("text windows: contiguous as llm.c's loader, random ones seeded and re
   c.sequence_length = 1000;
   CHECK_THROWS_WITH(make_training_batches(*cpu, d, c), Catch::Contains("--block-size 1000") && Catch::Contains("longer than the "
                                                                                                               "training text"));
+}
+
+namespace {
+// Token files as nanoGPT's prepare.py (raw uint16) and llm.c's write_datafile (a 256-int32 header) write them.
+std::vector<std::uint8_t> nanogpt_tokens(const std::vector<std::uint16_t>& ids) {
+  std::vector<std::uint8_t> bytes(ids.size() * 2);
+  std::memcpy(bytes.data(), ids.data(), bytes.size());
+  return bytes;
+}
+std::vector<std::uint8_t> llmc_tokens(const std::vector<std::uint16_t>& ids, std::int32_t version = 1, std::int64_t count = -1) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = 20240520, header[1] = version, header[2] = static_cast<std::int32_t>(count < 0 ? std::ssize(ids) : count);
+  std::vector<std::uint8_t> bytes(1024);
+  std::memcpy(bytes.data(), header.data(), 1024);
+  const auto body = nanogpt_tokens(ids);
+  bytes.insert(bytes.end(), body.begin(), body.end());
+  return bytes;
+}
+}  // namespace
+
+TEST_CASE("tokens: nanoGPT's and llm.c's train.bin/val.bin read as GPT-2 ids, bad files refused by name", "[data]") {
+  const std::vector<std::uint16_t> train = {50256, 15496, 11, 995, 0, 50256, 7}, val = {464, 3290, 50256};
+  for (bool llmc : {false, true}) {
+    INFO((llmc ? "llm.c" : "nanoGPT"));
+    TempDir dir;
+    dir.write("train.bin", llmc ? llmc_tokens(train) : nanogpt_tokens(train));
+    dir.write("val.bin", llmc ? llmc_tokens(val) : nanogpt_tokens(val));
+    const std::string spec = "tokens:" + dir.path.string();
+    const DataSplit d = load_data(spec, {});
+    CHECK(d.is_text());
+    CHECK(d.text.vocab.empty());
+    CHECK(d.text.vocab_size == 50257);
+    CHECK(d.task.classes == 50257);
+    CHECK(d.text.train == std::vector<std::int32_t>(train.begin(), train.end()));
+    CHECK(d.text.val == std::vector<std::int32_t>(val.begin(), val.end()));
+    CHECK(d.task.max_sequence == 2);  // the shorter split's tokens - 1
+    CHECK_THAT(data_identity(d), Catch::StartsWith("GPT-2 tokens: 7 train and 3 val"));
+  }
+  TempDir dir;
+  const std::string spec = "tokens:" + dir.path.string();
+  const auto refused = [&](const std::vector<std::uint8_t>& train_bytes, const std::string& why) {
+    dir.write("train.bin", train_bytes);
+    dir.write("val.bin", nanogpt_tokens(val));
+    CHECK_THROWS_WITH(load_data(spec, {}), Catch::Contains("--data " + spec) && Catch::Contains("train.bin") && Catch::Contains(why));
+  };
+  refused(nanogpt_tokens({1, 2, 50257}), "token 2 (byte 4) is id 50257, outside GPT-2's vocabulary of 50257 ids");
+  refused(llmc_tokens({1, 2, 65535}), "token 2 (byte 1028) is id 65535");
+  refused({1, 2, 3}, "3 bytes, an odd number");
+  refused(llmc_tokens({1, 2, 3}, 2), "an llm.c token file of version 2");
+  refused(llmc_tokens({1, 2, 3}, 1, 5), "the llm.c header says 5 tokens");
+  refused(nanogpt_tokens({1}), "1 tokens; at least 2 are needed");
+  dir.write("train.bin", nanogpt_tokens(train));
+  fs::remove(dir.path / "val.bin");
+  CHECK_THROWS_WITH(load_data(spec, {}), Catch::Contains("val.bin: no such file"));
+  CHECK_THROWS_WITH(load_data("tokens:" + (dir.path / "none").string(), {}), Catch::Contains("is not a directory"));
 }

@@ -70,7 +70,9 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   });
   config_.schedule.total_steps = std::max<std::int64_t>(1, total_steps_);
   model_metadata_["model"] = model_->config().dump();
-  if (data.is_text()) {
+  if (data.is_text() && data.text.vocab.empty()) {
+    model_metadata_["tokenizer"] = "gpt2";  // token files: GPT-2's ids, no characters to store
+  } else if (data.is_text()) {
     std::string vocab;
     for (const std::string& c : data.text.vocab) vocab += c;
     model_metadata_["vocab"] = vocab;
