@@ -13,8 +13,6 @@
 
 namespace ht::cli {
 
-namespace {
-
 // --json FILE, checked before any benchmark runs (as `train --save` is): a placeholder is written
 // and flushed at once, so a path that cannot be written (a missing folder, /dev/full, no
 // permission) fails in the first second, not after every benchmark. The results replace it.
@@ -26,6 +24,8 @@ void write_json_file(const std::string& path, const std::string& text) {
   const bool closed = std::fclose(f) == 0;
   HT_CHECK(written && closed, "--json {}: write failed: {}", path, std::strerror(written ? errno : err));
 }
+
+namespace {
 
 std::vector<std::string> benchmark_names() {
   std::vector<std::string> names;

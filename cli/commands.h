@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 
 namespace ht {
@@ -25,6 +26,11 @@ struct Command {
 Command add_train_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_sample_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
+
+// Writes `text` to `path` (--json FILE), or throws naming the path. bench and profile write a
+// placeholder this way before any work, so an unwritable path fails in the first second.
+void write_json_file(const std::string& path, const std::string& text);
 
 // Every option of `command` as a setting ("--lr" -> its value, given or default), in the order
 // they were registered, leaving out `local` ones that may differ between ranks (a rank's own

@@ -69,13 +69,17 @@ int main(int argc, char** argv) {
   const ht::cli::Command train = ht::cli::add_train_command(app);
   const ht::cli::Command bench = ht::cli::add_bench_command(app);
   const ht::cli::Command sample = ht::cli::add_sample_command(app);
+  const ht::cli::Command profile = ht::cli::add_profile_command(app);
   const ht::cli::Command* command = nullptr;
 
   std::string error;
   try {
     ht::StartupStatus status = parse(app, argc, argv);
     if (status.exit_code < 0) {
-      command = app.got_subcommand("train") ? &train : (app.got_subcommand("sample") ? &sample : &bench);
+      command = app.got_subcommand("train")    ? &train
+                : app.got_subcommand("sample") ? &sample
+                : app.got_subcommand("profile") ? &profile
+                                                : &bench;
       status.settings = command->settings();
     }
     if (distributed) {

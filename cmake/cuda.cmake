@@ -13,6 +13,7 @@ set(HT_GPU_HOST_SOURCES engine/gpu/gpu_backend.cpp engine/gpu/wgmma_self_check.c
 
 set(HALFTAPE_HAVE_CUDA OFF)
 set(HALFTAPE_HAVE_SIMT OFF)
+set(HALFTAPE_HAVE_SIMT_COUNTERS OFF)
 
 find_path(HT_CUDA_INCLUDE_DIR cuda_fp16.h HINTS /usr/local/cuda/include ENV CUDA_HOME PATH_SUFFIXES include)
 if(HALFTAPE_SIMT AND HT_CUDA_INCLUDE_DIR)
@@ -44,6 +45,7 @@ message(STATUS "halftape: CUDA backend ${HALFTAPE_HAVE_CUDA} (${CMAKE_CUDA_ARCHI
 
 if(HALFTAPE_HAVE_SIMT)
   halftape_layer(ht_simt_runtime SOURCES simt/scheduler.cpp simt/runtime.cpp simt/tensor_core.cpp simt/hopper.cpp simt/hopper_layouts.cpp
+                 simt/counters.cpp
                  DEPENDS ht_ground Boost::context Threads::Threads)
   target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
   if(HALFTAPE_RACECHECK)  # the scheduler's bookkeeping and stack switches are not the kernels' accesses
@@ -62,6 +64,26 @@ if(HALFTAPE_HAVE_SIMT)
   target_compile_definitions(ht_gpu_simt PRIVATE HT_SIMT=1)
   target_link_libraries(ht_gpu_simt PUBLIC ht_engine_core ht_simt_runtime)
   target_compile_options(ht_gpu_simt PRIVATE ${HT_WARNINGS})
+
+  # The counting executor (simt/counters.h): the same kernels once more, every access hooked by
+  # GCC's ThreadSanitizer pass, whose calls simt/counting_hooks.cpp answers. Not in sanitizer
+  # builds (their own instrumentation and runtimes would meet it).
+  if(NOT HALFTAPE_SANITIZE AND NOT HALFTAPE_RACECHECK)
+    set(HALFTAPE_HAVE_SIMT_COUNTERS ON)
+    set(HT_COUNTING_FLAGS -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-sra -Wno-tsan)
+    set(counted_sources)
+    foreach(cu ${HT_KERNEL_SOURCES})
+      get_filename_component(name ${cu} NAME_WE)
+      set(wrapper ${CMAKE_BINARY_DIR}/simt_counted_kernels/${name}.cpp)
+      file(GENERATE OUTPUT ${wrapper} CONTENT "// Generated: ${cu} for the SIMT emulator's counting executor.\n#include \"${cu}\"\n")
+      list(APPEND counted_sources ${wrapper})
+    endforeach()
+    set_source_files_properties(${counted_sources} PROPERTIES COMPILE_OPTIONS "${HT_COUNTING_FLAGS}")
+    add_library(ht_gpu_simt_counted STATIC ${counted_sources} ${HT_GPU_HOST_SOURCES} simt/counting_hooks.cpp)
+    target_compile_definitions(ht_gpu_simt_counted PRIVATE HT_SIMT=1 HT_SIMT_COUNTED=1)
+    target_link_libraries(ht_gpu_simt_counted PUBLIC ht_engine_core ht_simt_runtime)
+    target_compile_options(ht_gpu_simt_counted PRIVATE ${HT_WARNINGS})
+  endif()
 endif()
 
 if(HALFTAPE_HAVE_CUDA)
@@ -103,9 +125,13 @@ endfunction()
 
 function(halftape_link_gpu_backends target)
   target_compile_definitions(${target} PRIVATE
-    HALFTAPE_HAVE_SIMT=$<BOOL:${HALFTAPE_HAVE_SIMT}> HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>)
+    HALFTAPE_HAVE_SIMT=$<BOOL:${HALFTAPE_HAVE_SIMT}> HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>
+    HALFTAPE_HAVE_SIMT_COUNTERS=$<BOOL:${HALFTAPE_HAVE_SIMT_COUNTERS}>)
   if(HALFTAPE_HAVE_SIMT)
     target_link_libraries(${target} PUBLIC ht_gpu_simt)
+  endif()
+  if(HALFTAPE_HAVE_SIMT_COUNTERS)
+    target_link_libraries(${target} PUBLIC ht_gpu_simt_counted)
   endif()
   if(HALFTAPE_HAVE_CUDA)
     target_link_libraries(${target} PUBLIC ht_gpu_cuda)

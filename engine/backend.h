@@ -100,7 +100,9 @@ template <class T> std::vector<T> download(Backend& b, const Tensor& src) {
 }
 
 // Device selection ------------------------------------------------------------------------
-enum class DeviceChoice { cpu, simt, cuda, auto_ };
+// simt_counted: the emulator's counting executor (simt/counters.h), for `halftape profile`;
+// no --device names it.
+enum class DeviceChoice { cpu, simt, cuda, auto_, simt_counted };
 DeviceChoice parse_device(std::string_view name);  // throws naming the flag value
 bool cuda_available();                             // a GPU and a CUDA build are both present
 std::unique_ptr<Backend> make_backend(DeviceChoice choice, int local_rank = 0);

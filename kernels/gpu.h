@@ -1,14 +1,22 @@
-// The one header every GPU source includes. It makes the same file compile two ways:
+// The one header every GPU source includes. It makes the same file compile three ways:
 //   nvcc                      -> real CUDA, in namespace ht::gpu::cuda_impl;
-//   host compiler + HT_SIMT   -> the SIMT emulator (simt/simt.h), in ht::gpu::simt_impl.
-// Both builds link into one binary; the inline namespace keeps their symbols apart while the
-// source says ht::gpu:: everywhere.
+//   host compiler + HT_SIMT   -> the SIMT emulator (simt/simt.h), in ht::gpu::simt_impl;
+//   ... + HT_SIMT_COUNTED     -> the emulator's counting executor (simt/counters.h), in
+//                                ht::gpu::simt_counted_impl, every access hooked.
+// All link into one binary; the inline namespace keeps their symbols apart while the source
+// says ht::gpu:: everywhere.
 #pragma once
 
 #if defined(HT_SIMT)
 #include "simt/emulator.h"
 #include "simt/simt.h"
+#if defined(HT_SIMT_COUNTED)
+#define HT_GPU_NS simt_counted_impl
+#define HT_SIMT_COUNTING true
+#else
 #define HT_GPU_NS simt_impl
+#define HT_SIMT_COUNTING false
+#endif
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -60,7 +68,8 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
 #if defined(HT_SIMT)
   (void)stream;
   ht::emu::launch(name, reinterpret_cast<const void*>(kernel), cfg.grid, cfg.block, cfg.shared_bytes,
-                  [kernel, params = std::tuple<Params...>(std::forward<Args>(args)...)] { std::apply(kernel, params); });
+                  [kernel, params = std::tuple<Params...>(std::forward<Args>(args)...)] { std::apply(kernel, params); },
+                  HT_SIMT_COUNTING);
 #else
   kernel<<<cfg.grid, cfg.block, cfg.shared_bytes, stream.handle>>>(std::forward<Args>(args)...);
   const cudaError_t e = cudaGetLastError();

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace ht::emu {
 
@@ -58,5 +61,8 @@ void warpgroup_collective(const char* what, const std::function<void()>& complet
 // The block's shared-memory window: dynamic shared memory, 1024-byte aligned, whose offsets
 // are what __cvta_generic_to_shared returns.
 std::byte* shared_window(std::size_t* bytes);
+
+// The live device allocations, [begin, end) each, sorted (simt/runtime.cpp; for the counters).
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> device_allocation_ranges();
 
 }  // namespace ht::emu

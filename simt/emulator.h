@@ -13,9 +13,10 @@ namespace ht::emu {
 // barriers. Throws ht::Error naming the kernel and block on a kernel fault (a barrier reached
 // by part of a block, a warp collective missing lanes, a deadlock, an error in the kernel) and
 // on a launch a GPU of the emulated architecture refuses (see arch()). `kernel` identifies the
-// kernel function for allow_dynamic_shared.
+// kernel function for allow_dynamic_shared. A `counted` launch (from the counting executor)
+// gathers the figures of simt/counters.h.
 void launch(const char* name, const void* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
-            const std::function<void()>& thread_body);
+            const std::function<void()>& thread_body, bool counted = false);
 
 // The GPU the emulator stands in for: HALFTAPE_SIMT_ARCH=sm_80 (the default) or sm_90. Its
 // limits are enforced at launch as the hardware enforces them: at most 1024 threads a block,

@@ -22,6 +22,7 @@
 
 #include "ground/error.h"
 #include "simt/block_hooks.h"
+#include "simt/counters.h"
 #include "simt/emulator.h"
 #include "simt/racecheck.h"
 #include "simt/simt.h"
@@ -231,6 +232,7 @@ class Hopper final : public AsyncUnit {
       std::byte* dst = window_ + c.offsets[e];
       if (inside) {
         race::read(reinterpret_cast<const void*>(src), eb);
+        count_tma_element(reinterpret_cast<const void*>(src), static_cast<unsigned>(eb));
         copy_bytes(dst, reinterpret_cast<const void*>(src), eb);
       } else if (m.oob_nan) {
         const std::uint64_t nan = eb == 2 ? 0x7fffu : (eb == 4 ? 0x7fffffffu : 0x7fffffffffffffffull);
@@ -241,6 +243,8 @@ class Hopper final : public AsyncUnit {
       race::write(dst, eb);
       for (int d = 0; d < m.rank && ++index[d] == m.box[d]; ++d) index[d] = 0;
     }
+    count_tma_copy_done();
+    count_swizzled_shared(c.offsets.size() * eb, Access::store);
     const auto it = barriers_.find(c.bar);
     if (it == barriers_.end()) refuse("a TMA copy completes on an mbarrier that no longer exists");
     Mbarrier& bar = it->second;
@@ -518,6 +522,8 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
     std::vector<float> scratch(static_cast<std::size_t>(256) * 16);
     load_operand(h, op.desc_a, 64, bf16, scratch.data(), &op.chunks);
     load_operand(h, op.desc_b, n, bf16, scratch.data(), &op.chunks);
+    count_tensor_flops(std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * 16);
+    count_swizzled_shared(op.chunks.size() * 16, Access::load);
     snapshot(h, op);
     for (int t = 0; t < 128; ++t) {
       float* acc = op.acc[static_cast<std::size_t>(t)];

@@ -1,6 +1,7 @@
 #include "simt/runtime.h"
 
 #include "ground/error.h"
+#include "simt/block_hooks.h"
 #include "simt/emulator.h"
 
 #include <chrono>
@@ -65,6 +66,19 @@ bool is_device_range(const void* p, std::size_t bytes) {
   --it;
   return b >= it->first && b + bytes <= it->first + it->second;
 }
+
+}  // namespace
+
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> device_allocation_ranges() {
+  std::lock_guard lock(emulated().mutex);
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  ranges.reserve(emulated().allocations.size());
+  for (const auto& [base, bytes] : emulated().allocations)
+    ranges.emplace_back(reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + bytes);
+  return ranges;
+}
+
+namespace {
 
 void check_device(const char* call, const char* which, const void* p, std::size_t bytes) {
   if (bytes && !is_device_range(p, bytes))

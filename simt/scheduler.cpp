@@ -16,6 +16,7 @@
 #include "ground/env.h"
 #include "ground/error.h"
 #include "simt/block_hooks.h"
+#include "simt/counters.h"
 #include "simt/emulator.h"
 #include "simt/racecheck.h"
 #include "simt/simt.h"
@@ -367,6 +368,7 @@ void run_block(Block& b, const std::function<void()>& body, Schedule order, std:
         if (t.state == State::at_barrier) t.state = State::runnable;
       b.at_barrier = 0;
       ++b.barrier_generation;
+      count_barrier();
       b.result_count = b.reduce_count;
       b.result_and = b.reduce_and;
       b.result_or = b.reduce_or;
@@ -507,7 +509,7 @@ void allow_dynamic_shared(const void* kernel, std::size_t bytes) {
 }
 
 void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
-            const std::function<void()>& thread_body) {
+            const std::function<void()>& thread_body, bool counted) {
   static const bool env_applied = [] {
     set_schedule(schedule_from_env());
     return true;
@@ -531,8 +533,8 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
   }
   if (blocks == 0) fail(fmt::format("SIMT: kernel {} launched with an empty grid ({},{},{})", kernel, grid.x, grid.y, grid.z));
   if (capturing()) {  // a CUDA graph is being captured: record the launch, arguments and all
-    record_operation([kernel, function, grid, block, dynamic_shared_bytes, thread_body] {
-      launch(kernel, function, grid, block, dynamic_shared_bytes, thread_body);
+    record_operation([kernel, function, grid, block, dynamic_shared_bytes, thread_body, counted] {
+      launch(kernel, function, grid, block, dynamic_shared_bytes, thread_body, counted);
     });
     return;
   }
@@ -544,6 +546,7 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::atomic<bool> failed{false};
+  LaunchCounting* const counting = counted ? begin_counted_launch(kernel, blocks, threads_per_block, dynamic_shared_bytes) : nullptr;
 
   const std::function<void()> job = [&] {
     // Per-worker block state, reused across the blocks this worker runs.
@@ -576,9 +579,12 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
       t_block = &b;
       b.race_scheduler = race::current_fiber();
       race::release(&b.start_sync);  // the host's writes and this worker's earlier blocks, to every thread
+      if (counting) count_block_begin(counting, b.dynamic_shared, dynamic_shared_bytes);
       try {
         run_block(b, thread_body, order, linear * 0x9e3779b97f4a7c15ull + 1);
+        if (counting) count_block_end();
       } catch (...) {
+        if (counting) count_block_begin(nullptr, nullptr, 0);
         std::lock_guard lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
         failed = true;
@@ -593,7 +599,11 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
     }
   };
   workers().run(job);
-  if (first_error) std::rethrow_exception(first_error);
+  if (first_error) {
+    if (counting) discard_counted_launch(counting);
+    std::rethrow_exception(first_error);
+  }
+  if (counting) end_counted_launch(counting);
 }
 
 // ---- device-side entry points (declared in simt/simt.h) ------------------------------------
@@ -704,6 +714,8 @@ void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
     kernel_error(fmt::format("cp.async of {} bytes from {} to {}: both addresses must be {}-byte aligned", bytes, src, dst, bytes).c_str());
   race::read(src, static_cast<std::size_t>(src_bytes));  // in flight from here to the wait that lands it
   race::write(dst, static_cast<std::size_t>(bytes));
+  count_access(__builtin_return_address(0), src, static_cast<unsigned>(src_bytes), Access::load);
+  count_access(__builtin_return_address(0), dst, static_cast<unsigned>(bytes), Access::store);
   t.open_group.push_back({dst, src, bytes, src_bytes});
 }
 

@@ -3,6 +3,7 @@
 // computing warp collective: every lane hands in its registers, the last to arrive computes
 // the whole warp's result.
 #include "ground/error.h"
+#include "simt/counters.h"
 #include "simt/racecheck.h"
 #include "simt/simt.h"
 
@@ -109,6 +110,7 @@ void mma_m16n8k16(bool bf16, float d[4], const std::uint32_t a[4], const std::ui
   std::memcpy(v.c, c, sizeof(v.c));
   const unsigned mask = active_lanes();
   require_full_warp(mask, "mma.sync needs all 32 lanes of the warp");
+  count_tensor_flops(2 * 16 * 8 * 16 / 32);  // this lane's share of the warp's m16n8k16
   const LaneData& r = bf16 ? warp_compute(Collective::mma_bf16, mask, &v, sizeof(v), &mma_compute<true>)
                            : warp_compute(Collective::mma_f16, mask, &v, sizeof(v), &mma_compute<false>);
   std::memcpy(d, r.bytes, 4 * sizeof(float));
@@ -130,7 +132,10 @@ void ldmatrix(int count, bool trans, std::uint32_t* regs, const void* row_addres
     case 9: f = &ldmatrix_compute<4, true>, kind = Collective::ldmatrix_x4_trans; break;
     default: kernel_error("ldmatrix: .x1, .x2 or .x4");
   }
-  if (lane_id() < 8u * static_cast<unsigned>(count)) race::read(row_address, 16);  // this lane's row
+  if (lane_id() < 8u * static_cast<unsigned>(count)) {  // this lane's row
+    race::read(row_address, 16);
+    count_access(__builtin_return_address(0), row_address, 16, Access::load);
+  }
   const LaneData& r = warp_compute(kind, mask, &row_address, sizeof(row_address), f);
   std::memcpy(regs, r.bytes, static_cast<std::size_t>(count) * sizeof(std::uint32_t));
 }

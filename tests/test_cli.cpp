@@ -63,6 +63,9 @@ TEST_CASE("bad flags: one error line naming the flag, non-zero exit", "[cli]") {
   expect_one_error_line("train --accum-steps 0", "--accum-steps");
   expect_one_error_line("train --batch-size -1", "--batch-size");
   expect_one_error_line("train --frobnicate", "--frobnicate");
+  expect_one_error_line("profile --gpu v100", "--gpu");
+  expect_one_error_line("profile --device cpu", "--device cpu");
+  expect_one_error_line("profile --json /nonexistent-dir/p.json --model mlp --data synthetic", "--json /nonexistent-dir/p.json");
   expect_one_error_line("train --lr 0", "--lr");
   expect_one_error_line("train --steps x", "--steps");
   expect_one_error_line("train --hidden 0", "--hidden");

@@ -101,8 +101,8 @@ class GpuBackend final : public Backend {
   Device device() const override { return kDevice; }
   std::string description() const override {
 #if defined(HT_SIMT)
-    return fmt::format("simt (SIMT emulator of an {}, {} worker threads{})", emu::arch().name, props_.multiProcessorCount,
-                       use_wgmma_ ? ", wgmma GEMM" : "");
+    return fmt::format("simt (SIMT emulator of an {}, {} worker threads{}{})", emu::arch().name, props_.multiProcessorCount,
+                       use_wgmma_ ? ", wgmma GEMM" : "", HT_SIMT_COUNTING ? ", counting every access" : "");
 #endif
     return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB{})", props_.name, props_.major, props_.minor, props_.multiProcessorCount,
                        static_cast<double>(props_.totalGlobalMem) / (1 << 30), use_wgmma_ ? ", wgmma GEMM" : "");

@@ -1,0 +1,44 @@
+// A roofline model of kernel time on a named GPU, from the emulator's exact counters
+// (engine/kernel_counters.h) and the GPU's published peaks. Every figure it gives is MODELLED,
+// never measured; docs/performance-model.md says what it ignores and where it is optimistic.
+//
+// A kernel's launch takes the longest of
+//   memory: its DRAM bytes (distinct sectors read and written) at the HBM bandwidth;
+//   tensor: its mma/wgmma FLOPs at the dense FP16/BF16 tensor peak;
+//   shared: its shared-memory wavefronts at one a clock per SM;
+// each over the SMs its grid fills (a grid of fewer blocks than SMs gets that share of the
+// machine), plus a fixed launch overhead; the longest term names the bound ("latency" when the
+// overhead is the larger part).
+#pragma once
+
+#include "engine/kernel_counters.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ht::bench {
+
+struct GpuSpec {
+  const char* name;
+  const char* arch;          // the emulator's sm_80 / sm_90 for it
+  int sms;
+  double clock_ghz;          // boost
+  double tensor_tflops;      // dense FP16/BF16 with FP32 accumulation
+  double fp32_tflops;        // CUDA cores (not modelled yet: the counters count no CUDA-core FLOPs)
+  double hbm_tb_s;
+  double launch_us;          // assumed per launch (a typical eager-launch gap), not a datasheet figure
+  const char* source;        // where the peaks come from
+};
+const std::vector<GpuSpec>& known_gpus();
+const GpuSpec& find_gpu(std::string_view name);  // throws naming the known ones
+
+struct KernelEstimate {
+  double memory_us = 0, tensor_us = 0, shared_us = 0, overhead_us = 0;
+  double fill = 1;       // share of the SMs its grids fill (launch-weighted)
+  double us = 0;         // modelled time of all its launches
+  std::string bound;     // memory | tensor | shared | latency
+};
+KernelEstimate estimate(const GpuSpec& gpu, const KernelCounters& k);
+
+}  // namespace ht::bench

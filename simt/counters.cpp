@@ -1,0 +1,351 @@
+// The counters of simt/counters.h: accesses gathered per block, made into warp-level requests at
+// each barrier and at the block's end, and summed per kernel.
+#include "simt/counters.h"
+
+#include "ground/error.h"
+#include "simt/block_hooks.h"
+#include "simt/simt.h"
+
+#include <link.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ht::emu {
+
+namespace {
+
+constexpr unsigned kSectorBytes = 32;
+constexpr unsigned kBanks = 32;
+constexpr unsigned kPhaseBytes = 128;  // what shared memory serves in one wavefront
+
+enum class Space : std::uint8_t { global, shared };
+
+struct Record {
+  const void* site;
+  std::uintptr_t address;
+  std::uint32_t bytes;
+  std::uint16_t linear;  // the thread's index in its block
+  Access kind;
+  Space space;
+  std::uint32_t visit = 0;  // the lane's n-th visit of (site, kind): filled at the flush
+};
+
+}  // namespace
+
+struct LaunchCounting {
+  KernelCounters figures;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> device;  // sorted allocation ranges
+  std::mutex mutex;
+  std::unordered_set<std::uint64_t> read_sectors, written_sectors;
+};
+
+namespace {
+
+// The executable's static thread-local block, where static __shared__ arrays live here
+// (x86-64: just below the thread pointer), minus the built-in variables that share it.
+struct TlsBlock {
+  std::uintptr_t begin = 0, end = 0;
+};
+TlsBlock executable_tls_block() {
+  struct Found {
+    std::size_t memsz = 0, align = 1;
+  } found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        auto* f = static_cast<Found*>(out);
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            f->memsz = info->dlpi_phdr[i].p_memsz;
+            f->align = std::max<std::size_t>(1, info->dlpi_phdr[i].p_align);
+          }
+        return 1;  // the first object is the executable
+      },
+      &found);
+  const auto tp = reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
+  const std::size_t size = (found.memsz + found.align - 1) / found.align * found.align;
+  return {tp - size, tp};
+}
+
+struct WorkerCounting {
+  LaunchCounting* launch = nullptr;
+  std::uintptr_t window_begin = 0, window_end = 0;
+  TlsBlock tls;
+  bool tls_known = false;
+  std::vector<Record> records;
+  KernelCounters partial;  // this worker's share, added to the launch at block end
+  std::unordered_set<std::uint64_t> read_sectors, written_sectors;
+  std::vector<std::uint64_t> tma_sectors;  // of the TMA copy being landed
+  std::uint64_t tma_bytes = 0;
+};
+thread_local WorkerCounting t_count;
+
+bool is_builtin(std::uintptr_t a) {
+  const auto inside = [a](const uint3& v) {
+    const auto p = reinterpret_cast<std::uintptr_t>(&v);
+    return a >= p && a < p + sizeof(uint3);
+  };
+  return inside(threadIdx) || inside(blockIdx) || inside(blockDim) || inside(gridDim);
+}
+
+bool is_device(const LaunchCounting& launch, std::uintptr_t a) {
+  auto it = std::upper_bound(launch.device.begin(), launch.device.end(), a,
+                             [](std::uintptr_t x, const std::pair<std::uintptr_t, std::uintptr_t>& r) { return x < r.first; });
+  if (it == launch.device.begin()) return false;
+  --it;
+  return a < it->second;
+}
+
+void add_global(WorkerCounting& w, const Record* first, const Record* last) {
+  std::array<std::pair<std::uintptr_t, std::uintptr_t>, 64> spans{};  // [begin, end) per lane
+  std::size_t n = 0;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> many;
+  for (const Record* r = first; r != last; ++r) {
+    const std::pair span{r->address, r->address + r->bytes};
+    if (n < spans.size()) spans[n++] = span;
+    else many.push_back(span);
+  }
+  many.insert(many.end(), spans.begin(), spans.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(many.begin(), many.end());
+  std::uint64_t asked = 0, sectors = 0;
+  std::uintptr_t covered = 0;       // bytes below this are counted
+  std::uint64_t last_sector = ~0ull;
+  const bool reads = first->kind != Access::store, writes = first->kind != Access::load;
+  for (const auto& [b, e] : many) {
+    const std::uintptr_t from = std::max(b, covered);
+    if (e > from) asked += e - from;
+    covered = std::max(covered, e);
+    for (std::uint64_t s = b / kSectorBytes; s <= (e - 1) / kSectorBytes; ++s) {
+      if (s == last_sector || (last_sector != ~0ull && s < last_sector)) continue;
+      last_sector = s;
+      ++sectors;
+      if (reads) w.read_sectors.insert(s);
+      if (writes) w.written_sectors.insert(s);
+    }
+  }
+  GlobalCounters& c = first->kind == Access::load ? w.partial.global_load
+                      : first->kind == Access::store ? w.partial.global_store : w.partial.global_atomic;
+  ++c.requests;
+  c.sectors += sectors;
+  c.bytes_asked += asked;
+}
+
+void add_shared(WorkerCounting& w, const Record* first, const Record* last) {
+  unsigned width = 1;
+  for (const Record* r = first; r != last; ++r) width = std::max(width, r->bytes);
+  const unsigned lanes_per_phase = width <= 4 ? 32u : std::max(1u, kPhaseBytes / width);
+  // (phase, bank) -> the distinct words it is asked for
+  std::vector<std::tuple<unsigned, unsigned, std::uintptr_t>> words;
+  std::uint64_t asked = 0;
+  for (const Record* r = first; r != last; ++r) {
+    asked += r->bytes;
+    const unsigned phase = (r->linear % 32u) / lanes_per_phase;
+    for (std::uintptr_t word = r->address / 4; word <= (r->address + r->bytes - 1) / 4; ++word)
+      words.emplace_back(phase, static_cast<unsigned>(word % kBanks), word);
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  std::uint64_t wavefronts = 0, phases = 0;
+  for (std::size_t i = 0; i < words.size();) {  // one phase at a time
+    const unsigned phase = std::get<0>(words[i]);
+    unsigned worst = 0;
+    while (i < words.size() && std::get<0>(words[i]) == phase) {
+      const unsigned bank = std::get<1>(words[i]);
+      unsigned in_bank = 0;
+      while (i < words.size() && std::get<0>(words[i]) == phase && std::get<1>(words[i]) == bank) ++in_bank, ++i;
+      worst = std::max(worst, in_bank);
+    }
+    wavefronts += worst;
+    ++phases;
+  }
+  SharedCounters& c = first->kind == Access::load ? w.partial.shared_load : w.partial.shared_store;
+  ++c.requests;
+  c.wavefronts += wavefronts;
+  c.ideal_wavefronts += phases;
+  c.bytes_asked += asked;
+}
+
+// Makes the records so far into requests (see the header for the keys).
+void flush(WorkerCounting& w) {
+  if (w.records.empty()) return;
+  struct VisitKey {
+    const void* site;
+    std::uint16_t linear;
+    Access kind;
+    bool operator==(const VisitKey&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const VisitKey& k) const {
+      return std::hash<const void*>()(k.site) ^ (std::size_t{k.linear} << 3) ^ static_cast<std::size_t>(k.kind);
+    }
+  };
+  std::unordered_map<VisitKey, std::uint32_t, Hash> visits;
+  for (Record& r : w.records) r.visit = visits[{r.site, r.linear, r.kind}]++;
+  const auto key = [](const Record& r) {
+    return std::tuple(r.linear / 32u, r.site, r.kind, r.visit, r.space, r.linear);
+  };
+  std::sort(w.records.begin(), w.records.end(), [&](const Record& a, const Record& b) { return key(a) < key(b); });
+  for (std::size_t i = 0; i < w.records.size();) {
+    std::size_t j = i + 1;
+    const Record& r = w.records[i];
+    while (j < w.records.size()) {
+      const Record& s = w.records[j];
+      if (s.linear / 32u != r.linear / 32u || s.site != r.site || s.kind != r.kind || s.visit != r.visit || s.space != r.space) break;
+      ++j;
+    }
+    if (r.space == Space::global) add_global(w, &w.records[i], w.records.data() + j);
+    else add_shared(w, &w.records[i], w.records.data() + j);
+    i = j;
+  }
+  w.records.clear();
+}
+
+std::mutex g_kernels_mutex;
+std::vector<KernelCounters> g_kernels;  // in order of first launch
+
+void add_into(KernelCounters& into, const KernelCounters& from) {
+  const auto add_g = [](GlobalCounters& a, const GlobalCounters& b) {
+    a.requests += b.requests, a.sectors += b.sectors, a.bytes_asked += b.bytes_asked;
+  };
+  const auto add_s = [](SharedCounters& a, const SharedCounters& b) {
+    a.requests += b.requests, a.wavefronts += b.wavefronts, a.ideal_wavefronts += b.ideal_wavefronts, a.bytes_asked += b.bytes_asked;
+  };
+  add_g(into.global_load, from.global_load);
+  add_g(into.global_store, from.global_store);
+  add_g(into.global_atomic, from.global_atomic);
+  add_s(into.shared_load, from.shared_load);
+  add_s(into.shared_store, from.shared_store);
+  into.dram_read_bytes += from.dram_read_bytes;
+  into.dram_write_bytes += from.dram_write_bytes;
+  into.tensor_flops += from.tensor_flops;
+}
+
+}  // namespace
+
+void count_access(const void* site, const void* address, unsigned bytes, Access kind) {
+  WorkerCounting& w = t_count;
+  if (!w.launch || bytes == 0) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  Space space;
+  if (a >= w.window_begin && a < w.window_end) {
+    space = Space::shared;
+  } else if (is_device(*w.launch, a)) {
+    space = Space::global;
+  } else {
+    if (!w.tls_known) w.tls = executable_tls_block(), w.tls_known = true;
+    if (a < w.tls.begin || a >= w.tls.end || is_builtin(a)) return;  // the thread's own stack or the emulator's state
+    space = Space::shared;
+  }
+  w.records.push_back({site, a, bytes, static_cast<std::uint16_t>(thread_linear()), kind, space});
+}
+
+void count_tensor_flops(std::uint64_t flops) {
+  if (t_count.launch) t_count.partial.tensor_flops += flops;
+}
+
+void count_tma_element(const void* global_address, unsigned bytes) {
+  WorkerCounting& w = t_count;
+  if (!w.launch || bytes == 0) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(global_address);
+  for (std::uint64_t s = a / kSectorBytes; s <= (a + bytes - 1) / kSectorBytes; ++s) w.tma_sectors.push_back(s);
+  w.tma_bytes += bytes;
+}
+
+void count_tma_copy_done() {
+  WorkerCounting& w = t_count;
+  if (!w.launch) return;
+  std::sort(w.tma_sectors.begin(), w.tma_sectors.end());
+  w.tma_sectors.erase(std::unique(w.tma_sectors.begin(), w.tma_sectors.end()), w.tma_sectors.end());
+  ++w.partial.global_load.requests;  // one copy, one request of the copy engine
+  w.partial.global_load.sectors += w.tma_sectors.size();
+  w.partial.global_load.bytes_asked += w.tma_bytes;
+  w.read_sectors.insert(w.tma_sectors.begin(), w.tma_sectors.end());
+  w.tma_sectors.clear();
+  w.tma_bytes = 0;
+}
+
+bool counting() { return t_count.launch != nullptr; }
+
+void count_swizzled_shared(std::uint64_t bytes, Access kind) {
+  WorkerCounting& w = t_count;
+  if (!w.launch || bytes == 0) return;
+  SharedCounters& c = kind == Access::load ? w.partial.shared_load : w.partial.shared_store;
+  const std::uint64_t wavefronts = (bytes + kPhaseBytes - 1) / kPhaseBytes;
+  ++c.requests;
+  c.wavefronts += wavefronts;
+  c.ideal_wavefronts += wavefronts;
+  c.bytes_asked += bytes;
+}
+
+LaunchCounting* begin_counted_launch(const char* name, std::uint64_t blocks, std::uint64_t threads_per_block,
+                                     std::uint64_t dynamic_shared_bytes) {
+  auto* launch = new LaunchCounting;
+  launch->figures.name = name;
+  launch->figures.launches = 1;
+  launch->figures.blocks = blocks;
+  launch->figures.threads_per_block = threads_per_block;
+  launch->figures.dynamic_shared_bytes = dynamic_shared_bytes;
+  launch->device = device_allocation_ranges();
+  return launch;
+}
+
+void count_block_begin(LaunchCounting* launch, const void* shared_window, std::uint64_t shared_bytes) {
+  WorkerCounting& w = t_count;
+  w.launch = launch;
+  w.window_begin = reinterpret_cast<std::uintptr_t>(shared_window);
+  w.window_end = w.window_begin + shared_bytes;
+  w.records.clear();
+  w.partial = {};
+}
+
+void count_barrier() {
+  if (t_count.launch) flush(t_count);
+}
+
+void count_block_end() {
+  WorkerCounting& w = t_count;
+  if (!w.launch) return;
+  flush(w);
+  {
+    std::lock_guard lock(w.launch->mutex);
+    add_into(w.launch->figures, w.partial);
+    w.launch->read_sectors.insert(w.read_sectors.begin(), w.read_sectors.end());
+    w.launch->written_sectors.insert(w.written_sectors.begin(), w.written_sectors.end());
+  }
+  w.read_sectors.clear();
+  w.written_sectors.clear();
+  w.launch = nullptr;
+}
+
+void end_counted_launch(LaunchCounting* launch) {
+  const std::unique_ptr<LaunchCounting> owned(launch);
+  KernelCounters& f = launch->figures;
+  f.dram_read_bytes = kSectorBytes * launch->read_sectors.size();
+  f.dram_write_bytes = kSectorBytes * launch->written_sectors.size();
+  std::lock_guard lock(g_kernels_mutex);
+  auto it = std::find_if(g_kernels.begin(), g_kernels.end(), [&](const KernelCounters& k) { return k.name == f.name; });
+  if (it == g_kernels.end()) {
+    g_kernels.push_back(f);
+    return;
+  }
+  it->launches += 1;
+  it->blocks += f.blocks;
+  it->threads_per_block = f.threads_per_block;
+  it->dynamic_shared_bytes = f.dynamic_shared_bytes;
+  add_into(*it, f);
+}
+
+void discard_counted_launch(LaunchCounting* launch) { delete launch; }
+
+std::vector<KernelCounters> take_kernel_counters() {
+  std::lock_guard lock(g_kernels_mutex);
+  std::vector<KernelCounters> out;
+  out.swap(g_kernels);
+  return out;
+}
+
+}  // namespace ht::emu
