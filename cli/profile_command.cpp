@@ -9,6 +9,7 @@
 #include "comm/mpi_world.h"
 #include "data/dataset.h"
 #include "engine/kernel_counters.h"
+#include "ground/env.h"
 #include "ground/error.h"
 #include "train/trainer.h"
 
@@ -34,8 +35,8 @@ constexpr std::int64_t kWarmupSteps = 1;    // first-step work (weight casts, al
 // The emulator stands in for the GPU's architecture: HALFTAPE_SIMT_ARCH, set here before the
 // emulator first reads it, or checked against the GPU when the user set it.
 void select_emulated_arch(const bench::GpuSpec& gpu) {
-  if (const char* arch = std::getenv("HALFTAPE_SIMT_ARCH")) {
-    HT_CHECK(std::string_view(arch) == gpu.arch, "HALFTAPE_SIMT_ARCH={} contradicts --gpu {} ({})", arch, gpu.name, gpu.arch);
+  if (const std::optional<std::string> arch = env_value("HALFTAPE_SIMT_ARCH")) {
+    HT_CHECK(*arch == gpu.arch, "HALFTAPE_SIMT_ARCH={} contradicts --gpu {} ({})", *arch, gpu.name, gpu.arch);
     return;
   }
   ::setenv("HALFTAPE_SIMT_ARCH", gpu.arch, 1);

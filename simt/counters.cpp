@@ -101,31 +101,23 @@ bool is_device(const LaunchCounting& launch, std::uintptr_t a) {
 }
 
 void add_global(WorkerCounting& w, const Record* first, const Record* last) {
-  std::array<std::pair<std::uintptr_t, std::uintptr_t>, 64> spans{};  // [begin, end) per lane
-  std::size_t n = 0;
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> many;
-  for (const Record* r = first; r != last; ++r) {
-    const std::pair span{r->address, r->address + r->bytes};
-    if (n < spans.size()) spans[n++] = span;
-    else many.push_back(span);
-  }
-  many.insert(many.end(), spans.begin(), spans.begin() + static_cast<std::ptrdiff_t>(n));
-  std::sort(many.begin(), many.end());
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;  // [begin, end) per lane, by begin
+  for (const Record* r = first; r != last; ++r) spans.emplace_back(r->address, r->address + r->bytes);
+  std::sort(spans.begin(), spans.end());
   std::uint64_t asked = 0, sectors = 0;
-  std::uintptr_t covered = 0;       // bytes below this are counted
-  std::uint64_t last_sector = ~0ull;
+  std::uintptr_t covered = 0;     // bytes below this are counted
+  std::uint64_t next_sector = 0;  // sectors below this are counted
   const bool reads = first->kind != Access::store, writes = first->kind != Access::load;
-  for (const auto& [b, e] : many) {
+  for (const auto& [b, e] : spans) {
     const std::uintptr_t from = std::max(b, covered);
     if (e > from) asked += e - from;
     covered = std::max(covered, e);
-    for (std::uint64_t s = b / kSectorBytes; s <= (e - 1) / kSectorBytes; ++s) {
-      if (s == last_sector || (last_sector != ~0ull && s < last_sector)) continue;
-      last_sector = s;
+    for (std::uint64_t s = std::max<std::uint64_t>(b / kSectorBytes, next_sector); s <= (e - 1) / kSectorBytes; ++s) {
       ++sectors;
       if (reads) w.read_sectors.insert(s);
       if (writes) w.written_sectors.insert(s);
     }
+    next_sector = std::max<std::uint64_t>(next_sector, (e - 1) / kSectorBytes + 1);
   }
   GlobalCounters& c = first->kind == Access::load ? w.partial.global_load
                       : first->kind == Access::store ? w.partial.global_store : w.partial.global_atomic;
@@ -298,8 +290,13 @@ void count_block_begin(LaunchCounting* launch, const void* shared_window, std::u
   w.launch = launch;
   w.window_begin = reinterpret_cast<std::uintptr_t>(shared_window);
   w.window_end = w.window_begin + shared_bytes;
+  // (a block that failed leaves its figures behind: none of them may count for the next)
   w.records.clear();
   w.partial = {};
+  w.read_sectors.clear();
+  w.written_sectors.clear();
+  w.tma_sectors.clear();
+  w.tma_bytes = 0;
 }
 
 void count_barrier() {
@@ -316,8 +313,6 @@ void count_block_end() {
     w.launch->read_sectors.insert(w.read_sectors.begin(), w.read_sectors.end());
     w.launch->written_sectors.insert(w.written_sectors.begin(), w.written_sectors.end());
   }
-  w.read_sectors.clear();
-  w.written_sectors.clear();
   w.launch = nullptr;
 }
 

@@ -35,46 +35,42 @@ extern "C" void __tsan_func_exit() {}
 
 // Atomics: the pass replaces them by these calls, which must do the operation (sequentially
 // consistent, whatever order was asked: stronger is always correct).
-#define HT_ATOMIC_HOOKS(BITS, T)                                                                           \
-  extern "C" T __tsan_atomic##BITS##_fetch_add(volatile T* a, T v, int) {                                   \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                      \
-  }                                                                                                          \
-  extern "C" T __tsan_atomic##BITS##_fetch_sub(volatile T* a, T v, int) {                                   \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                      \
-  }                                                                                                          \
-  extern "C" T __tsan_atomic##BITS##_fetch_or(volatile T* a, T v, int) {                                    \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                       \
-  }                                                                                                          \
-  extern "C" T __tsan_atomic##BITS##_fetch_and(volatile T* a, T v, int) {                                   \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                      \
-  }                                                                                                          \
-  extern "C" T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) {                                    \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                     \
-  }                                                                                                          \
-  extern "C" T __tsan_atomic##BITS##_load(const volatile T* a, int) {                                       \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::load);                  \
-    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                            \
-  }                                                                                                          \
-  extern "C" void __tsan_atomic##BITS##_store(volatile T* a, T v, int) {                                    \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::store);                 \
-    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                               \
-  }                                                                                                          \
-  extern "C" int __tsan_atomic##BITS##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int) { \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
-  }                                                                                                          \
-  extern "C" int __tsan_atomic##BITS##_compare_exchange_weak(volatile T* a, T* expected, T v, int, int) {   \
-    count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::atomic);                \
-    return __atomic_compare_exchange_n(a, expected, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);           \
+#define HT_COUNT(T, KIND) count_access(__builtin_return_address(0), const_cast<T*>(a), sizeof(T), Access::KIND)
+#define HT_RMW_HOOK(BITS, T, OP)                                                  \
+  extern "C" T __tsan_atomic##BITS##_##OP(volatile T* a, T v, int) {             \
+    HT_COUNT(T, atomic);                                                          \
+    return __atomic_##OP(a, v, __ATOMIC_SEQ_CST);                                 \
+  }
+#define HT_CAS_HOOK(BITS, T, NAME, WEAK)                                                    \
+  extern "C" int __tsan_atomic##BITS##_compare_exchange_##NAME(volatile T* a, T* expected, T v, int, int) { \
+    HT_COUNT(T, atomic);                                                                    \
+    return __atomic_compare_exchange_n(a, expected, v, WEAK, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+  }
+#define HT_ATOMIC_HOOKS(BITS, T)                                                 \
+  HT_RMW_HOOK(BITS, T, fetch_add)                                                \
+  HT_RMW_HOOK(BITS, T, fetch_sub)                                                \
+  HT_RMW_HOOK(BITS, T, fetch_or)                                                 \
+  HT_RMW_HOOK(BITS, T, fetch_and)                                                \
+  HT_CAS_HOOK(BITS, T, strong, false)                                            \
+  HT_CAS_HOOK(BITS, T, weak, true)                                               \
+  extern "C" T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) {         \
+    HT_COUNT(T, atomic);                                                         \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                          \
+  }                                                                              \
+  extern "C" T __tsan_atomic##BITS##_load(const volatile T* a, int) {            \
+    HT_COUNT(T, load);                                                           \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                 \
+  }                                                                              \
+  extern "C" void __tsan_atomic##BITS##_store(volatile T* a, T v, int) {         \
+    HT_COUNT(T, store);                                                          \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                    \
   }
 HT_ATOMIC_HOOKS(32, std::int32_t)
 HT_ATOMIC_HOOKS(64, std::int64_t)
 #undef HT_ATOMIC_HOOKS
+#undef HT_CAS_HOOK
+#undef HT_RMW_HOOK
+#undef HT_COUNT
 
 extern "C" void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 extern "C" void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
