@@ -6,7 +6,10 @@
 // banks); the products are mma.sync m16n8k16 with FP32 accumulators, and the probabilities go
 // from accumulator registers straight into the next product's A fragments (the accumulator
 // layout of an m16n8 pair is the A layout of an m16n8k16). Head sizes up to 128 run in the
-// kernel for the next of 32, 64, 128 (columns past D are zero).
+// kernel for the next of 32, 64, 128 (columns past D are zero). No variant spills: the dK/dV
+// kernel works through a query tile 16 queries at a time (only those columns of Sᵀ and dPᵀ are
+// live beside the dK and dV accumulators), and at head size 128 reads its K and V operands from
+// shared memory at each use instead of holding them in registers (tests/resource_floors.txt).
 //   forward   per key tile up to the diagonal: S = Q·Kᵀ; online softmax; O += P·V
 //   dK, dV    per query tile from the diagonal on: Sᵀ = K·Qᵀ, Pᵀ; dV += Pᵀ·dO; dPᵀ = V·dOᵀ;
 //             dSᵀ = Pᵀ(dPᵀ − Δ); dK += dSᵀ·Q
@@ -23,6 +26,8 @@ namespace ht::gpu::inline HT_GPU_NS {
 namespace {
 
 constexpr int kRows = 64, kWarps = 4, kThreads = 32 * kWarps;
+// Does the dK/dV kernel keep its K and V fragments in registers (or read them from shared memory)?
+constexpr bool attention_dkv_kv_in_registers(int d_pad) { return d_pad <= 64; }
 
 struct Geometry {  // where one (batch, head) lives in qkv / out
   std::int64_t seq, heads, head_dim, channels;  // T, H, D, C = H·D
@@ -63,14 +68,36 @@ __device__ __forceinline__ void tiles_landed() {
   __syncthreads();
 }
 
-// A fragments (16 rows × D_PAD, row-major) of rows [r0, r0 + 16) of a tile.
-template <int D_PAD, class T>
-__device__ __forceinline__ void load_a(std::uint32_t (&frag)[D_PAD / 16][4], const T* tile, int r0) {
+// The A fragment of k16 step ks (16 rows × 16, row-major) of rows [r0, r0 + 16) of a tile.
+template <int D_PAD, class T> __device__ __forceinline__ void load_a_step(std::uint32_t (&frag)[4], const T* tile, int r0, int ks) {
   constexpr int kStride = D_PAD + 8;
   const int lane = threadIdx.x % 32, row = lane % 8 + 8 * ((lane / 8) & 1), col = 8 * (lane / 16);
-  HT_UNROLL
-  for (int ks = 0; ks < D_PAD / 16; ++ks) ldmatrix<4, false>(frag[ks], tile + (r0 + row) * kStride + ks * 16 + col);
+  ldmatrix<4, false>(frag, tile + (r0 + row) * kStride + ks * 16 + col);
 }
+
+// A warp's A operand (its 16 rows × D_PAD of a shared tile), handed to the products one k16 step
+// at a time: loaded into registers once (kInRegisters), or read from the tile at each use, which
+// costs an ldmatrix a step but frees D_PAD / 4 registers (the dK/dV kernel at head size 128
+// would otherwise need two such operands, 64 registers, on top of 192 for its accumulators, and
+// spill).
+template <class T, int D_PAD, bool kInRegisters> struct WarpA;
+template <class T, int D_PAD> struct WarpA<T, D_PAD, true> {
+  std::uint32_t frag[D_PAD / 16][4];
+  __device__ __forceinline__ WarpA(const T* tile, int r0) {
+    HT_UNROLL
+    for (int ks = 0; ks < D_PAD / 16; ++ks) load_a_step<D_PAD>(frag[ks], tile, r0, ks);
+  }
+  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks) const {
+    HT_UNROLL
+    for (int i = 0; i < 4; ++i) a[i] = frag[ks][i];
+  }
+};
+template <class T, int D_PAD> struct WarpA<T, D_PAD, false> {
+  const T* tile;
+  int r0;
+  __device__ __forceinline__ WarpA(const T* t, int r) : tile(t), r0(r) {}
+  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks) const { load_a_step<D_PAD>(a, tile, r0, ks); }
+};
 // B fragments of two n8 tiles [n0, n0 + 16) × one k16 step [k0, k0 + 16), from a tile stored
 // [n][k] (b[0]: tile n0, b[1]: tile n0 + 8).
 template <int kStride, class T> __device__ __forceinline__ void load_b_nk(std::uint32_t (&b)[2][2], const T* tile, int n0, int k0) {
@@ -87,34 +114,41 @@ template <int kStride, class T> __device__ __forceinline__ void load_b_kn(std::u
   b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
 }
 
-// acc (16 × 8·N) += A (16 × D_PAD, fragments) · B, B from a [n][k] tile: n = 8·N columns from n_base.
-template <class T, int D_PAD, int N, int kStride>
-__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const std::uint32_t (&a)[D_PAD / 16][4], const T* tile) {
+// acc (16 × 8·N) += A (16 × D_PAD, a WarpA) · B, B from a [n][k] tile: n = 8·N columns from n0.
+template <class T, int D_PAD, int N, int kStride, bool kInRegisters>
+__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const WarpA<T, D_PAD, kInRegisters>& a, const T* tile, int n0 = 0) {
   HT_UNROLL
-  for (int ks = 0; ks < D_PAD / 16; ++ks)
+  for (int ks = 0; ks < D_PAD / 16; ++ks) {
+    std::uint32_t af[4];
+    a.step(af, ks);
     HT_UNROLL
     for (int np = 0; np < N / 2; ++np) {
       std::uint32_t b[2][2];
-      load_b_nk<kStride>(b, tile, np * 16, ks * 16);
-      mma_m16n8k16<T>(acc[2 * np], a[ks], b[0], acc[2 * np]);
-      mma_m16n8k16<T>(acc[2 * np + 1], a[ks], b[1], acc[2 * np + 1]);
+      load_b_nk<kStride>(b, tile, n0 + np * 16, ks * 16);
+      mma_m16n8k16<T>(acc[2 * np], af, b[0], acc[2 * np]);
+      mma_m16n8k16<T>(acc[2 * np + 1], af, b[1], acc[2 * np + 1]);
     }
+  }
+}
+// acc (16 × D_PAD) += P (16 × 16: two n8 accumulator tiles, rounded to T) · rows [k0, k0 + 16)
+// of a [k][n] tile.
+template <class T, int D_PAD, int kStride>
+__device__ __forceinline__ void mma_p16_bkn(float (&acc)[D_PAD / 8][4], const float (&p0)[4], const float (&p1)[4], const T* tile,
+                                            int k0) {
+  const std::uint32_t a[4] = {pack2<T>(p0[0], p0[1]), pack2<T>(p0[2], p0[3]), pack2<T>(p1[0], p1[1]), pack2<T>(p1[2], p1[3])};
+  HT_UNROLL
+  for (int np = 0; np < D_PAD / 16; ++np) {
+    std::uint32_t b[2][2];
+    load_b_kn<kStride>(b, tile, k0, np * 16);
+    mma_m16n8k16<T>(acc[2 * np], a, b[0], acc[2 * np]);
+    mma_m16n8k16<T>(acc[2 * np + 1], a, b[1], acc[2 * np + 1]);
+  }
 }
 // acc (16 × D_PAD) += P (16 × 64, from accumulators: rounded to T) · B, B from a [k][n] tile.
 template <class T, int D_PAD, int kStride>
 __device__ __forceinline__ void mma_p_bkn(float (&acc)[D_PAD / 8][4], const float (&p)[8][4], const T* tile) {
   HT_UNROLL
-  for (int j = 0; j < 4; ++j) {
-    const std::uint32_t a[4] = {pack2<T>(p[2 * j][0], p[2 * j][1]), pack2<T>(p[2 * j][2], p[2 * j][3]),
-                                pack2<T>(p[2 * j + 1][0], p[2 * j + 1][1]), pack2<T>(p[2 * j + 1][2], p[2 * j + 1][3])};
-    HT_UNROLL
-    for (int np = 0; np < D_PAD / 16; ++np) {
-      std::uint32_t b[2][2];
-      load_b_kn<kStride>(b, tile, j * 16, np * 16);
-      mma_m16n8k16<T>(acc[2 * np], a, b[0], acc[2 * np]);
-      mma_m16n8k16<T>(acc[2 * np + 1], a, b[1], acc[2 * np + 1]);
-    }
-  }
+  for (int j = 0; j < 4; ++j) mma_p16_bkn<T, D_PAD, kStride>(acc, p[2 * j], p[2 * j + 1], tile, 16 * j);
 }
 
 template <class T> __device__ __forceinline__ T zero_of() { return from_float<T>(0.0f); }
@@ -152,8 +186,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
 
   load_tile<T, D_PAD>(sk, base + h * D, q0, S, 3 * C, D, vec);
   tiles_landed();
-  std::uint32_t qf[D_PAD / 16][4];
-  load_a<D_PAD>(qf, sk, warp * 16);
+  const WarpA<T, D_PAD, true> qf(sk, warp * 16);
 
   float o[D_PAD / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {  // key tiles up to the diagonal
@@ -212,9 +245,14 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
                                                                  const float* __restrict__ lse, const float* __restrict__ delta,
                                                                  T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads) {
   constexpr int kStride = D_PAD + 8;
-  HT_DYNAMIC_SHARED(T, smem);  // Q tile | dO tile (K and V first borrow them), then lse, delta
-  T* sa = smem;
-  T* sb = smem + kRows * kStride;
+  constexpr bool kKVInRegisters = attention_dkv_kv_in_registers(D_PAD);
+  // [K tile | V tile, when they stay in shared memory] Q tile | dO tile (K and V otherwise
+  // borrow them), then lse, delta
+  HT_DYNAMIC_SHARED(T, smem);
+  T* sk = smem;
+  T* sv = smem + kRows * kStride;
+  T* sa = kKVInRegisters ? sk : sv + kRows * kStride;
+  T* sb = sa + kRows * kStride;
   float* slse = reinterpret_cast<float*>(sb + kRows * kStride);
   float* sdelta = slse + kRows;
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
@@ -225,12 +263,10 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
 
-  load_tile<T, D_PAD>(sa, base + C + h * D, k0, S, 3 * C, D, vec);
-  load_tile<T, D_PAD>(sb, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD>(sk, base + C + h * D, k0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD>(sv, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
   tiles_landed();
-  std::uint32_t kf[D_PAD / 16][4], vf[D_PAD / 16][4];
-  load_a<D_PAD>(kf, sa, warp * 16);
-  load_a<D_PAD>(vf, sb, warp * 16);
+  const WarpA<T, D_PAD, kKVInRegisters> kf(sk, warp * 16), vf(sv, warp * 16);
 
   float dk[D_PAD / 8][4] = {}, dv[D_PAD / 8][4] = {};
   const std::int64_t tiles = (S + kRows - 1) / kRows;
@@ -244,22 +280,27 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
       sdelta[i] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
     }
     tiles_landed();
-    float p[8][4] = {}, dp[8][4] = {};
-    mma_a_bnk<T, D_PAD, 8, kStride>(p, kf, sa);   // Sᵀ = K·Qᵀ: rows keys, columns queries
-    mma_a_bnk<T, D_PAD, 8, kStride>(dp, vf, sb);  // dPᵀ = V·dOᵀ
+    // 16 queries at a time, so only their columns of Sᵀ and dPᵀ are live beside dK and dV (each
+    // sum runs in the same order as over the whole tile).
     HT_UNROLL
-    for (int nt = 0; nt < 8; ++nt)
+    for (int j = 0; j < kRows / 16; ++j) {
+      float p[2][4] = {}, dp[2][4] = {};
+      mma_a_bnk<T, D_PAD, 2, kStride>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
+      mma_a_bnk<T, D_PAD, 2, kStride>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
       HT_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1);
-        const int qi = nt * 8 + 2 * t + (e & 1);
-        const std::int64_t query = qt * kRows + qi;
-        const float P = query >= key && query < S ? expf(p[nt][e] * scale - slse[qi]) : 0.0f;
-        p[nt][e] = P;
-        dp[nt][e] = P * (dp[nt][e] - sdelta[qi]);  // dSᵀ
-      }
-    mma_p_bkn<T, D_PAD, kStride>(dv, p, sb);   // dV += Pᵀ·dO
-    mma_p_bkn<T, D_PAD, kStride>(dk, dp, sa);  // dK += dSᵀ·Q
+      for (int nt = 0; nt < 2; ++nt)
+        HT_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1);
+          const int qi = 16 * j + nt * 8 + 2 * t + (e & 1);
+          const std::int64_t query = qt * kRows + qi;
+          const float P = query >= key && query < S ? expf(p[nt][e] * scale - slse[qi]) : 0.0f;
+          p[nt][e] = P;
+          dp[nt][e] = P * (dp[nt][e] - sdelta[qi]);  // dSᵀ
+        }
+      mma_p16_bkn<T, D_PAD, kStride>(dv, p[0], p[1], sb, 16 * j);   // dV += Pᵀ·dO
+      mma_p16_bkn<T, D_PAD, kStride>(dk, dp[0], dp[1], sa, 16 * j);  // dK += dSᵀ·Q
+    }
   }
   const std::int64_t r0 = k0 + warp * 16;
   T* out = dqkv + b * S * 3 * C;
@@ -286,9 +327,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
   load_tile<T, D_PAD>(sa, base + h * D, q0, S, 3 * C, D, vec);
   load_tile<T, D_PAD>(sb, dout + b * S * C + h * D, q0, S, C, D, vec);
   tiles_landed();
-  std::uint32_t qf[D_PAD / 16][4], dof[D_PAD / 16][4];
-  load_a<D_PAD>(qf, sa, warp * 16);
-  load_a<D_PAD>(dof, sb, warp * 16);
+  const WarpA<T, D_PAD, true> qf(sa, warp * 16), dof(sb, warp * 16);
   float row_lse[2], row_delta[2];
   for (int r = 0; r < 2; ++r) {
     const std::int64_t q = q0 + warp * 16 + g + 8 * r;
@@ -529,8 +568,10 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
         const auto* qkv = static_cast<const T*>(a.qkv);
         const auto* dout = static_cast<const T*>(a.dout);
         auto* dqkv = static_cast<T*>(a.dqkv);
-        HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2) + 2 * kRows * sizeof(float)}), s,
-                  qkv, dout, static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
+        constexpr std::size_t dkv_shared = (attention_dkv_kv_in_registers(P) ? 2 : 4) * tile_bytes<P>(2) + 2 * kRows * sizeof(float);
+        allow_dynamic_shared_once<attention_dkv_kernel<T, P>, dkv_shared>();
+        HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, dkv_shared}), s, qkv, dout,
+                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
         HT_LAUNCH((attention_dq_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2)}), s, qkv, dout,
                   static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
       }

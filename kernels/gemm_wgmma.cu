@@ -17,8 +17,6 @@
 #include "kernels/launch.h"
 #include "kernels/ptx_sm90.cuh"
 
-#include <mutex>
-
 namespace ht::gpu::inline HT_GPU_NS {
 
 namespace wgmma_gemm {
@@ -132,8 +130,7 @@ CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DTyp
 
 template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
-  static std::once_flag attribute;
-  std::call_once(attribute, [] { allow_dynamic_shared(gemm_wgmma_kernel<T>, kSharedBytes); });
+  allow_dynamic_shared_once<gemm_wgmma_kernel<T>, kSharedBytes>();
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype), map_b = tensor_map(g.b, g.N, g.K, g.dtype);
   const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
   const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads, kSharedBytes};

@@ -36,6 +36,7 @@
 #define HT_UNROLL _Pragma("GCC unroll 64")
 #endif
 
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -78,6 +79,8 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
 }
 #endif
 
+// The dynamic shared memory every GPU allows a block without the opt-in below.
+constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
 // Lets `kernel` be launched with more than 48 KiB of dynamic shared memory (the opt-in every
 // GPU requires; the emulator refuses such a launch without it, as a GPU does).
 template <class... Params> void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
@@ -87,6 +90,13 @@ template <class... Params> void allow_dynamic_shared(void (*kernel)(Params...), 
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) ht::call_failed("cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", cudaGetErrorString(e), __FILE__, __LINE__);
 #endif
+}
+// The same, once per process, and only where kBytes is above the default.
+template <auto kKernel, std::size_t kBytes> void allow_dynamic_shared_once() {
+  if constexpr (kBytes > kDefaultDynamicSharedBytes) {
+    static std::once_flag allowed;
+    std::call_once(allowed, [] { allow_dynamic_shared(kKernel, kBytes); });
+  }
 }
 
 // Blocks for a grid-stride loop over n elements: enough to fill the device, no more.
