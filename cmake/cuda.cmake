@@ -107,7 +107,7 @@ if(HALFTAPE_HAVE_CUDA)
   target_link_libraries(ht_gemm_sm90a PUBLIC ht_engine_core CUDA::cudart)
   target_link_libraries(ht_gpu_cuda PUBLIC ht_gemm_sm90a)
   # The GEMM kernels must keep their accumulators in registers: a spill or any local memory
-  # is a build error (tests/ptxas_report.sh prints the resource report in CI).
+  # is a build error (tests/kernel_resources.py holds every kernel to it in CI).
   set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_gpu_cuda
                               PROPERTIES COMPILE_OPTIONS "-Xptxas=-warn-spills,-warn-lmem-usage")
 endif()

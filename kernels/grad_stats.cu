@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kBlock) finalize_grad_stats_kernel(FinalizeArg
   if (threadIdx.x == 0) finish_step_control(*a.state, norm2, found, a.max_grad_norm, a.schedule);
 }
 
-__global__ void update_scaler_kernel(ScalerUpdateArgs a) { finish_scaler_update(*a.state, a.config, a.records, a.ring_slots); }
+__global__ void __launch_bounds__(1) update_scaler_kernel(ScalerUpdateArgs a) { finish_scaler_update(*a.state, a.config, a.records, a.ring_slots); }
 
 }  // namespace
 

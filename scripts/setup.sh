@@ -12,7 +12,7 @@
 #     `pip download` (no install), checked by SHA-256, its cute/ and cutlass/ headers unpacked to
 #     /usr/local/share/halftape/cutlass-4.2.0/include;
 #   - cuobjdump and nvdisasm, which this CUDA install lacks, for the SASS the GEMM test reads
-#     (tests/ptxas_report.sh): the PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm
+#     (tests/kernel_resources.py, tests/wgmma_sass.sh): the PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm
 #     ==13.5.37, fetched with `pip download`, checked by SHA-256, unpacked to
 #     /usr/local/share/halftape/cuda-binutils-13.5.37/bin.
 # The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the build is
