@@ -130,4 +130,18 @@ template <class F> void dispatch(DType t, F&& f) {
 
 }  // namespace ht::gpu::inline HT_GPU_NS
 
+// A launch is named by the kernel's instantiation on the emulator (`layernorm_kernel<__half>`:
+// the profile's rows, the counters' floors, error messages), by its spelling in the source
+// under nvcc (errors only).
+#if defined(HT_SIMT)
+namespace ht::gpu::inline HT_GPU_NS {
+template <auto kKernel> const char* instantiated_kernel_name() {
+  static const char* const name = ht::emu::kernel_name_from_signature(__PRETTY_FUNCTION__);
+  return name;
+}
+}  // namespace ht::gpu::inline HT_GPU_NS
+#define HT_LAUNCH(kernel, cfg, stream, ...) \
+  ::ht::gpu::launch_kernel(::ht::gpu::instantiated_kernel_name<kernel>(), kernel, cfg, stream, __VA_ARGS__)
+#else
 #define HT_LAUNCH(kernel, cfg, stream, ...) ::ht::gpu::launch_kernel(#kernel, kernel, cfg, stream, __VA_ARGS__)
+#endif

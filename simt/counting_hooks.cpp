@@ -65,6 +65,8 @@ extern "C" void __tsan_func_exit() {}
     HT_COUNT(T, store);                                                          \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                    \
   }
+HT_ATOMIC_HOOKS(8, std::int8_t)  // e.g. the guard of a function-local static
+HT_ATOMIC_HOOKS(16, std::int16_t)
 HT_ATOMIC_HOOKS(32, std::int32_t)
 HT_ATOMIC_HOOKS(64, std::int64_t)
 #undef HT_ATOMIC_HOOKS
