@@ -10,11 +10,12 @@
 namespace ht::bench {
 
 const std::vector<GpuSpec>& known_gpus() {
-  // NVIDIA's datasheets (SXM parts; tensor peaks without sparsity).
+  // NVIDIA's datasheets (SXM parts; tensor peaks without sparsity); shared memory an SM: the CUDA
+  // programming guide's compute-capability table (8.0: 164 KB, 9.0: 228 KB).
   static const std::vector<GpuSpec> gpus = {
-      {"h200", "sm_90", 132, 1.98, 989.4, 66.9, 4.8, 2.0, "NVIDIA H200 datasheet (SXM): 989 TFLOP/s dense FP16/BF16, 4.8 TB/s HBM3e"},
-      {"h100", "sm_90", 132, 1.98, 989.4, 66.9, 3.35, 2.0, "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s dense FP16/BF16, 3.35 TB/s HBM3"},
-      {"a100", "sm_80", 108, 1.41, 312.0, 19.5, 2.039, 2.0, "NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOP/s dense FP16/BF16, 2.0 TB/s HBM2e"},
+      {"h200", "sm_90", 132, 1.98, 989.4, 66.9, 4.8, 2.0, 228, "NVIDIA H200 datasheet (SXM): 989 TFLOP/s dense FP16/BF16, 4.8 TB/s HBM3e"},
+      {"h100", "sm_90", 132, 1.98, 989.4, 66.9, 3.35, 2.0, 228, "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s dense FP16/BF16, 3.35 TB/s HBM3"},
+      {"a100", "sm_80", 108, 1.41, 312.0, 19.5, 2.039, 2.0, 164, "NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOP/s dense FP16/BF16, 2.0 TB/s HBM2e"},
   };
   return gpus;
 }

@@ -28,6 +28,7 @@ struct GpuSpec {
   double fp32_tflops;        // CUDA cores (not modelled yet: the counters count no CUDA-core FLOPs)
   double hbm_tb_s;
   double launch_us;          // assumed per launch (a typical eager-launch gap), not a datasheet figure
+  int shared_per_sm_kib;     // shared memory an SM can give its blocks (the largest carve-out)
   const char* source;        // where the peaks come from
 };
 const std::vector<GpuSpec>& known_gpus();

@@ -3,6 +3,7 @@
 // its exact counters and its MODELLED time on the named GPU (bench/gpu_model.h), then the step.
 // Nothing here is measured on a GPU; docs/performance-model.md says what the model ignores.
 #include "bench/gpu_model.h"
+#include "bench/kernel_resources.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "comm/communicator.h"
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace ht::cli {
 
@@ -85,9 +87,14 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   const double mfu = model_flops / (step_us * 1e-6) / (gpu.tensor_tflops * 1e12);
   const std::string unit = config.model.kind == "gpt" ? "tokens" : "samples";
 
-  std::cout << fmt::format("{:<44} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>9} {:>10} {:>8} {:>6}\n", "kernel (per step)",
-                           "launch", "GFLOP", "DRAM MB", "sect/req", "sect%", "shm wf/r", "conflicts", "model us", "bound",
-                           "share");
+  // The compiler's figures for each kernel's code on this GPU's architecture (the build's table).
+  const bench::KernelResourceTable resources = bench::KernelResourceTable::load(HALFTAPE_KERNEL_RESOURCES);
+  if (resources.empty())
+    std::cout << "(no kernel resource table in this build - it needs nvcc and cuobjdump: registers and occupancy show as -)\n";
+
+  std::cout << fmt::format("{:<44} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>9} {:>4} {:>5} {:>10} {:>8} {:>6}\n",
+                           "kernel (per step)", "launch", "GFLOP", "DRAM MB", "sect/req", "sect%", "shm wf/r", "conflicts",
+                           "regs", "occ%", "model us", "bound", "share");
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const KernelCounters& k = kernels[i];
@@ -96,15 +103,26 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
     const double dram = static_cast<double>(k.dram_read_bytes + k.dram_write_bytes) * per;
     const double flops = static_cast<double>(k.tensor_flops) * per;
     const double conflicts = static_cast<double>(k.shared_bank_conflicts()) * per;
-    std::cout << fmt::format("{:<44.44} {:>6.0f} {:>9.3f} {:>9.3f} {:>8.2f} {:>5.0f}% {:>8.2f} {:>9.0f} {:>10.1f} {:>8} {:>5.1f}%\n",
+    const std::optional<bench::KernelResources> res = resources.find(gpu.arch, k.name);
+    const std::optional<bench::Occupancy> occ =
+        res ? std::optional(bench::occupancy(gpu, *res, k.threads_per_block, k.dynamic_shared_bytes)) : std::nullopt;
+    std::cout << fmt::format("{:<44.44} {:>6.0f} {:>9.3f} {:>9.3f} {:>8.2f} {:>5.0f}% {:>8.2f} {:>9.0f} {:>4} {:>5} {:>10.1f} {:>8} {:>5.1f}%\n",
                              k.name, launches, flops * 1e-9, dram * 1e-6, k.sectors_per_request(),
-                             100 * k.sector_efficiency(), k.shared_wavefronts_per_request(), conflicts, us, e.bound,
-                             100 * us / step_us);
+                             100 * k.sector_efficiency(), k.shared_wavefronts_per_request(), conflicts,
+                             res ? fmt::format("{}", res->registers) : "-", occ ? fmt::format("{:.0f}", 100 * occ->share) : "-",
+                             us, e.bound, 100 * us / step_us);
+    nlohmann::json compiled = nullptr;  // the compiler's figures, where the build has them
+    if (res)
+      compiled = {{"registers", res->registers}, {"stack_bytes", res->stack_bytes}, {"local_bytes", res->local_bytes},
+                  {"static_shared_bytes", res->static_shared_bytes}, {"occupancy", occ->share},
+                  {"blocks_per_sm", occ->blocks_per_sm}, {"occupancy_limited_by", occ->limited_by}};
     rows.push_back({{"name", k.name}, {"launches", launches}, {"flops", flops}, {"dram_bytes", dram},
                     {"sectors_per_request", k.sectors_per_request()}, {"sector_efficiency", k.sector_efficiency()},
                     {"shared_wavefronts_per_request", k.shared_wavefronts_per_request()},
                     {"shared_bank_conflicts", conflicts}, {"blocks_per_launch", static_cast<double>(k.blocks) / static_cast<double>(k.launches)},
-                    {"threads_per_block", k.threads_per_block}, {"sm_fill", e.fill},
+                    {"threads_per_block", k.threads_per_block}, {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+                    {"sm_fill", e.fill}, {"registers", res ? nlohmann::json(res->registers) : nlohmann::json(nullptr)},
+                    {"occupancy", occ ? nlohmann::json(occ->share) : nlohmann::json(nullptr)}, {"compiled", compiled},
                     {"modelled_us", us}, {"modelled_memory_us", e.memory_us * per}, {"modelled_tensor_us", e.tensor_us * per},
                     {"modelled_shared_us", e.shared_us * per}, {"modelled_launch_us", e.overhead_us * per},
                     {"bound", e.bound}, {"share", us / step_us}});
@@ -119,6 +137,9 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
                  {"hbm_tb_s", gpu.hbm_tb_s}, {"launch_us_assumed", gpu.launch_us}, {"source", gpu.source}}},
         {"emulated_arch", gpu.arch}, {"precision", precision_name(config.precision)},
         {"model_description", trainer.model().describe()}, {"counted_steps", steps},
+        {"kernel_resources", resources.empty() ? "none in this build (it needs nvcc and cuobjdump)"
+                                               : "the compiler's, read from the built libraries (scripts/kernel_resources.py); "
+                                                 "occupancy theoretical, by the CUDA occupancy rules"},
         {"modelled_step_ms", step_us * 1e-3}, {unit + "_per_s", rows_per_s}, {"mfu", mfu}, {"kernels", rows}};
     write_json_file(f.json, out.dump(2) + "\n");
   }

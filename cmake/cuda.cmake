@@ -112,6 +112,23 @@ if(HALFTAPE_HAVE_CUDA)
                               PROPERTIES COMPILE_OPTIONS "-Xptxas=-warn-spills,-warn-lmem-usage")
 endif()
 
+# The compiler's resource usage of every kernel (registers, stack, launch bounds, occupancy),
+# read from the built libraries into kernel_resources.json for `halftape profile`
+# (scripts/kernel_resources.py; CI holds it to tests/resource_floors.txt).
+set(HT_KERNEL_RESOURCES "")
+if(HALFTAPE_HAVE_CUDA)
+  find_program(HT_CUOBJDUMP cuobjdump HINTS /usr/local/share/halftape/cuda-binutils-13.5.37/bin)  # scripts/setup.sh
+endif()
+if(HALFTAPE_HAVE_CUDA AND HT_CUOBJDUMP)
+  set(HT_KERNEL_RESOURCES ${CMAKE_BINARY_DIR}/kernel_resources.json)
+  add_custom_command(OUTPUT ${HT_KERNEL_RESOURCES}
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${HT_CUOBJDUMP} $<TARGET_FILE:ht_gpu_cuda>
+            $<TARGET_FILE:ht_gemm_sm90a> --json ${HT_KERNEL_RESOURCES} > /dev/null
+    DEPENDS ht_gpu_cuda ht_gemm_sm90a ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${CMAKE_SOURCE_DIR}/kernels/gemm.h
+    COMMENT "Reading every kernel's resource usage (kernel_resources.json)")
+  add_custom_target(ht_kernel_resources ALL DEPENDS ${HT_KERNEL_RESOURCES})
+endif()
+
 # The NCCL communicator (comm/), in a build with CUDA.
 function(halftape_link_nccl target)
   target_compile_definitions(${target} PRIVATE HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>)

@@ -10,16 +10,18 @@ architectures (65,536 registers an SM allocated 256 at a time per warp, at most 
 blocks an SM). Dynamic shared memory is chosen by the launcher at run time and is not in the
 binary: `halftape profile` sees it, this does not, so the figure here is an upper bound.
 
-It fails when
+It prints one line a kernel and, with --json FILE, writes them as JSON (the build writes
+build/kernel_resources.json, which `halftape profile` reads). With --floors FILE (CI:
+tests/resource_floors.txt) it fails when
   - a kernel declares no __launch_bounds__ (its block size, and so its occupancy, would be
     whatever the launcher passes, unchecked by ptxas);
   - a fp16/bf16 kernel or a tensor-core GEMM has a stack frame or local memory (a spill, or an
     array ptxas could not keep in registers, in a hot loop);
-  - a kernel's occupancy falls below the floor that tests/resource_floors.txt writes for its
-    name, or its name has no floor there.
-It prints one line a kernel, and writes them as JSON with --json FILE.
+  - a kernel's occupancy falls below the floor the file writes for its name, or its name has no
+    floor there.
+Names are given as the emulator gives them (kernels/gpu.h), enumerators spelled out.
 
-  kernel_resources.py CUOBJDUMP FLOORS LIBRARY... [--json FILE]
+  kernel_resources.py CUOBJDUMP LIBRARY... [--floors FILE] [--json FILE]
 """
 import json
 import math
@@ -79,6 +81,18 @@ def demangle(names):
     return dict(zip(names, text.splitlines()))
 
 
+def enumerators():
+    """{'(ht::GemmOp)0': 'ht::GemmOp::nt', ...}: c++filt writes an enumerator template argument as
+    a cast; the host compiler (and so the emulator) by its name. Read from kernels/gemm.h."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels", "gemm.h")
+    with open(header, encoding="utf-8") as f:
+        m = re.search(r"enum class GemmOp\s*:\s*[\w:]+\s*{([^}]*)}", f.read())
+    if not m:
+        sys.exit(f"FAIL: no 'enum class GemmOp' in {header}")
+    names = [n.strip() for n in m.group(1).split(",") if n.strip()]
+    return {f"(ht::GemmOp){i}": f"ht::GemmOp::{n}" for i, n in enumerate(names)}
+
+
 def short_name(demangled):
     """`ht::gpu::cuda_impl::(anonymous namespace)::attention_dkv_kernel<__half, 128>(...)` ->
     `attention_dkv_kernel<__half, 128>`."""
@@ -115,18 +129,27 @@ def read_floors(path):
     return floors
 
 
+def option(argv, flag):
+    """Removes `flag VALUE` from argv; returns VALUE (None without the flag)."""
+    if flag not in argv:
+        return None
+    i = argv.index(flag)
+    if i + 1 >= len(argv):
+        sys.exit(f"{flag} needs a file")
+    value = argv[i + 1]
+    del argv[i:i + 2]
+    return value
+
+
 def main(argv):
-    json_path = None
-    if "--json" in argv:
-        i = argv.index("--json")
-        json_path = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    if len(argv) < 3:
-        sys.exit(__doc__.strip().splitlines()[-1].strip())
-    cuobjdump, floors_path, libraries = argv[0], argv[1], argv[2:]
+    json_path, floors_path = option(argv, "--json"), option(argv, "--floors")
+    if len(argv) < 2:
+        sys.exit("usage: " + __doc__.strip().splitlines()[-1].strip())
+    cuobjdump, libraries = argv[0], argv[1:]
     if not os.access(cuobjdump, os.X_OK):
         sys.exit(f"FAIL: no cuobjdump at '{cuobjdump}': scripts/setup.sh installs it")
-    floors = read_floors(floors_path)
+    floors = read_floors(floors_path) if floors_path else None
+    spelled = enumerators()
 
     usage, threads = {}, {}
     for lib in libraries:
@@ -137,6 +160,8 @@ def main(argv):
     rows, failures, used_floors = [], [], set()
     for (arch, mangled), u in sorted(usage.items(), key=lambda kv: (kv[0][0], short_name(names[kv[0][1]]))):
         name = short_name(names[mangled])
+        for cast, enumerator in spelled.items():
+            name = name.replace(cast, enumerator)
         base = name.split("<", 1)[0]
         row = {"arch": arch, "kernel": name, **u, "threads": threads.get((arch, mangled))}
         hot = "__half" in name or "__nv_bfloat16" in name or base.startswith("gemm_")
@@ -144,32 +169,33 @@ def main(argv):
             failures.append(f"{arch} {name}: declares no __launch_bounds__")
         else:
             row["blocks_per_sm"], row["occupancy"] = occupancy(u["registers"], row["threads"])
-            floor = floors.get(base)
+            floor = floors.get(base) if floors is not None else 0
             if floor is None:
-                failures.append(f"{arch} {name}: no occupancy floor in {os.path.basename(floors_path)} for '{base}'")
+                failures.append(f"{arch} {name}: no occupancy floor in {floors_path} for '{base}'")
             else:
                 used_floors.add(base)
                 if 100 * row["occupancy"] + 1e-9 < floor:
                     failures.append(f"{arch} {name}: occupancy {100 * row['occupancy']:.1f}% is below its floor {floor:g}%")
-        if hot and (u["stack"] or u["local"]):
+        if floors is not None and hot and (u["stack"] or u["local"]):
             failures.append(f"{arch} {name}: a fp16/bf16 or tensor-core kernel with a {u['stack']}-byte stack frame and "
                             f"{u['local']} bytes of local memory (spills)")
         rows.append(row)
         occ = f"{100 * row['occupancy']:5.1f}% ({row['blocks_per_sm']:2} blocks)" if "occupancy" in row else "    ?"
         print(f"{arch:7} {name:58.58} regs {u['registers']:3} stack {u['stack']:5} local {u['local']:4} "
               f"smem {u['static_shared']:6} threads {row['threads'] or 0:4} occupancy {occ}{'  hot' if hot else ''}")
-    for base in sorted(set(floors) - used_floors):
-        failures.append(f"{os.path.basename(floors_path)}: '{base}' names no kernel of this build (remove its floor)")
+    for base in sorted(set(floors or {}) - used_floors):
+        failures.append(f"{floors_path}: '{base}' names no kernel of this build (remove its floor)")
     if not rows:
         failures.append("no kernel found in " + " ".join(libraries))
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
-            json.dump({"kernels": rows}, f, indent=1)
+            json.dump({"source": "cuobjdump --dump-resource-usage and -elf of " + " ".join(map(os.path.basename, libraries)),
+                       "kernels": rows}, f, indent=1)
     print(f"{len(rows)} kernels over {len({r['arch'] for r in rows})} architectures; "
           f"{sum(1 for r in rows if r['stack'] or r['local'])} with a stack frame or local memory")
     for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+        print("FAIL:" if floors is not None else "note:", f)
+    return 1 if failures and floors is not None else 0
 
 
 if __name__ == "__main__":

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # `halftape profile` on a tiny GPT and MLP: the table and its JSON, every kernel with its counters
-# and a modelled time, the step's modelled figures labelled as such.
-#   tests/profile_smoke.sh HALFTAPE_BINARY
+# and a modelled time, the step's modelled figures labelled as such; in a build with nvcc, every
+# kernel with the compiler's registers and an occupancy.
+#   tests/profile_smoke.sh HALFTAPE_BINARY EXPECT_RESOURCES(1|0)
 set -euo pipefail
-binary=$1
+binary=$1 expect_resources=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 tiny_gpt=(--model gpt --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 4)
 "$binary" profile --gpu h100 "${tiny_gpt[@]}" --steps 1 --json "$out/gpt.json" >"$out/gpt.txt"
 "$binary" profile --gpu a100 --model mlp --data synthetic --hidden 32 --batch-size 32 --json "$out/mlp.json" >"$out/mlp.txt"
 grep -q "MODELLED on h100" "$out/gpt.txt" || { echo "the table does not say it is modelled"; cat "$out/gpt.txt"; exit 1; }
-/usr/bin/python3 - "$out/gpt.json" "$out/mlp.json" <<'PY'
+/usr/bin/python3 - "$expect_resources" "$out/gpt.json" "$out/mlp.json" <<'PY'
 import json, sys
 need = ["name", "launches", "flops", "dram_bytes", "sectors_per_request", "sector_efficiency",
-        "shared_wavefronts_per_request", "shared_bank_conflicts", "modelled_us", "bound"]
-for path, must in zip(sys.argv[1:], [["gemm_wgmma_kernel", "attention_forward_kernel", "layernorm_kernel", "adamw_kernel"],
+        "shared_wavefronts_per_request", "shared_bank_conflicts", "registers", "occupancy", "modelled_us", "bound"]
+expect_resources = sys.argv[1] == "1"
+for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_kernel", "layernorm_kernel", "adamw_kernel"],
                                     ["gemm_mma_kernel", "adamw_kernel"]]):
     p = json.load(open(path))
     assert p["modelled"] is True and p["modelled_step_ms"] > 0, (path, p.get("modelled_step_ms"))
@@ -23,6 +25,10 @@ for path, must in zip(sys.argv[1:], [["gemm_wgmma_kernel", "attention_forward_ke
         missing = [key for key in need if key not in k]
         assert not missing, (path, k["name"], missing)
         assert k["modelled_us"] > 0 and k["bound"] in ("memory", "tensor", "shared", "latency"), k
+        if expect_resources:  # the compiler's figures joined to every counted kernel by its name
+            assert k["registers"] is not None and 0 < k["registers"] <= 255, (path, k["name"], k["registers"])
+            assert k["occupancy"] is not None and 0 < k["occupancy"] <= 1, (path, k["name"], k["occupancy"])
+            assert k["compiled"]["occupancy_limited_by"] in ("registers", "shared", "warps", "blocks"), (path, k["compiled"])
     for m in must:
         assert any(m in n for n in names), (path, m, names)
     assert sum(k["flops"] for k in p["kernels"]) > 0, path
