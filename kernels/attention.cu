@@ -18,6 +18,7 @@
 // shared memory, the same formulas with every rounding exact.
 #include "kernels/launch.h"
 #include "kernels/ptx.cuh"
+#include "kernels/reduce.cuh"
 
 #include <cstring>
 
@@ -484,15 +485,21 @@ __global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const floa
 }
 
 // Δ = rowsum(dO ∘ O) for every (b, h, t): out, dout: (B, T, C) T -> delta: (B, H, T) fp32.
+// A warp a row: lane l sums elements l, l + 32, ... (the warp's loads are one contiguous run of
+// the row), then the fixed shuffle tree (kernels/reduce.cuh) adds the lanes.
+constexpr int kDeltaBlock = 256, kDeltaWarps = kDeltaBlock / 32;
 template <class T>
-__global__ void __launch_bounds__(256) attention_delta_kernel(const T* __restrict__ out, const T* __restrict__ dout,
-                                                              float* __restrict__ delta, std::int64_t n, Geometry geo) {
-  for (std::int64_t i = std::int64_t{blockIdx.x} * 256 + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * 256) {
+__global__ void __launch_bounds__(kDeltaBlock) attention_delta_kernel(const T* __restrict__ out, const T* __restrict__ dout,
+                                                                      float* __restrict__ delta, std::int64_t n, Geometry geo) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t first = std::int64_t{blockIdx.x} * kDeltaWarps + threadIdx.x / 32;
+  for (std::int64_t i = first; i < n; i += std::int64_t{gridDim.x} * kDeltaWarps) {
     const std::int64_t t = i % geo.seq, bh = i / geo.seq, h = bh % geo.heads, b = bh / geo.heads;
     const std::int64_t at = (b * geo.seq + t) * geo.channels + h * geo.head_dim;
     float sum = 0;
-    for (std::int64_t d = 0; d < geo.head_dim; ++d) sum += to_float(dout[at + d]) * to_float(out[at + d]);
-    delta[i] = sum;
+    for (std::int64_t d = lane; d < geo.head_dim; d += 32) sum += to_float(dout[at + d]) * to_float(out[at + d]);
+    sum = warp_sum(sum);
+    if (lane == 0) delta[i] = sum;
   }
 }
 
@@ -543,8 +550,8 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
   const std::int64_t rows = a.batch * a.heads * a.seq;
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    HT_LAUNCH(attention_delta_kernel<T>, (LaunchConfig{grid_for(rows, 256, s), 256}), s, static_cast<const T*>(a.out),
-              static_cast<const T*>(a.dout), a.delta, rows, geo);
+    HT_LAUNCH(attention_delta_kernel<T>, (LaunchConfig{grid_for(rows * 32, kDeltaBlock, s), kDeltaBlock}), s,
+              static_cast<const T*>(a.out), static_cast<const T*>(a.dout), a.delta, rows, geo);
   });
   with_head_pad(a.head_dim, [&](auto pad) {
     constexpr int P = decltype(pad)::value;
