@@ -60,7 +60,7 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   config.device = DeviceChoice::simt_counted;
   std::unique_ptr<Backend> backend = make_backend(config.device, 0);
   std::unique_ptr<Communicator> comm = make_communicator(CommChoice::auto_, nullptr, *backend, 300);
-  const DataSplit data = load_data(config.data, config.synthetic);
+  const DataSplit data = load_data(config.data, config.synthetic, config.vocab_size);
   Trainer trainer(config, *backend, *comm, data, nullptr);
   std::cout << fmt::format("halftape profile | MODELLED on {} from the emulator's counters | {} | {} | {} | {} counted steps\n",
                            gpu.name, backend->description(), precision_name(config.precision), trainer.model().describe(),

@@ -68,8 +68,9 @@ int run_sample(const SampleFlags& f) {
   }
   const ModelSpec spec = spec_from_config(config, "--resume " + f.resume);
   HT_CHECK(spec.kind == "gpt", "--resume {}: the checkpoint holds a {} model; sample needs a GPT (--model gpt)", f.resume, spec.kind);
-  HT_CHECK(!state.model_metadata.count("tokenizer"), "--resume {}: the model was trained on GPT-2 token ids (--data tokens:DIR); "
-           "sample reads and writes characters, so decode its ids with tiktoken's \"gpt2\" in PyTorch instead", f.resume);
+  HT_CHECK(!state.model_metadata.count("tokenizer"), "--resume {}: the model was trained on token ids ({}, --data tokens:DIR); "
+           "sample reads and writes characters, so decode its ids in PyTorch instead (tiktoken's \"gpt2\" for GPT-2's)", f.resume,
+           state.model_metadata.count("tokenizer") ? state.model_metadata.at("tokenizer") : "");
   HT_CHECK(state.model_metadata.count("vocab"), "--resume {}: the checkpoint lacks the vocabulary", f.resume);
   const std::vector<std::string> vocab = utf8_characters(state.model_metadata.at("vocab"), "--resume " + f.resume + " vocab");
   std::map<std::string, std::int32_t> ids;
@@ -112,8 +113,9 @@ int run_sample(const SampleFlags& f) {
     backend->upload(tokens.data(), window.data(), window.size() * sizeof(std::int32_t));
     OpContext ctx{*backend, arena, nullptr};
     const Var logits = model->forward(ctx, tokens);
-    Tensor last = backend->empty(Shape{V}, DType::f32);
-    backend->cast({static_cast<const std::byte*>(logits->value.data()) + (T - 1) * V * dtype_size(*dtype), *dtype, last.data(),
+    Tensor last = backend->empty(Shape{V}, DType::f32);  // the last position's logits, less the vocabulary padding
+    const std::int64_t width = logits->value.shape()[1];
+    backend->cast({static_cast<const std::byte*>(logits->value.data()) + (T - 1) * width * dtype_size(*dtype), *dtype, last.data(),
                    DType::f32, V});
     const std::int64_t next = draw(download<float>(*backend, last), f.temperature, f.top_k, rng);
     context.push_back(static_cast<std::int32_t>(next));

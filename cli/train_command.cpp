@@ -22,7 +22,7 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
   const TrainConfig config = to_config(flags);
   std::unique_ptr<Backend> backend = make_backend(config.device, world ? world->local_rank() : 0);
   std::unique_ptr<Communicator> comm = make_communicator(parse_comm(flags.comm), world, *backend, flags.comm_timeout);
-  const DataSplit data = load_data(config.data, config.synthetic);
+  const DataSplit data = load_data(config.data, config.synthetic, config.vocab_size);
   std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
   Trainer trainer(config, *backend, *comm, data, log);
   if (log) {
@@ -32,7 +32,8 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
                         trainer.model().describe(), trainer.params().numel(), optimizer_name(config.optimizer.kind),
                         comm->world_size());
     if (!flags.from_recipe.empty())
-      *log << fmt::format("recipe of --model {}: {}\n", config.model.kind, fmt::join(flags.from_recipe, " "));
+      *log << fmt::format("recipe of --model {}{}: {}\n", config.model.kind,
+                          config.model.preset.empty() ? "" : " --preset " + config.model.preset, fmt::join(flags.from_recipe, " "));
     *log << fmt::format("evaluating on {}\n", trainer.describe_evaluation());
   }
   const TrainSummary summary = trainer.run();

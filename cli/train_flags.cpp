@@ -133,9 +133,11 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
     f.from_recipe.clear();
     for (const CLI::Option* opt : t->get_options())
       if (opt->count()) f.given.insert(opt->get_name());
-    // The chosen model's recipe, for every flag of it the command line left out; through
-    // CLI11, so each value is checked and stored as if it had been given.
-    for (const RecipeFlag& r : recipe_flags(f.config.model.kind)) {
+    // The --preset's shape, then the chosen model's recipe, for every flag of them the command
+    // line left out; through CLI11, so each value is checked and stored as if it had been given.
+    std::vector<RecipeFlag> defaults = preset_flags(f.config.model.preset);
+    for (const RecipeFlag& r : recipe_flags(f.config.model.kind)) defaults.push_back(r);
+    for (const RecipeFlag& r : defaults) {
       if (f.given.count(r.flag) || (!r.unless.empty() && f.given.count(r.unless))) continue;
       CLI::Option* opt = t->get_option(r.flag);
       opt->add_result(r.value);
@@ -152,6 +154,8 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
       ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}));
   add_model_flags(t, c.model);
   t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8) | tokens:DIR (GPT-2 ids: train.bin, val.bin)")->check(kNonEmpty);
+  t->add_option("--vocab-size", c.vocab_size, "tokens:DIR: the ids' vocabulary, when not GPT-2's 50257 (the files do not say)")
+      ->check(number_in(1, 65536))->default_str("");
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")
       ->check(number_in(1, 1 << 30));
   t->add_option("--synthetic-features", c.synthetic.features, "features of --data synthetic")->check(number_in(1, 1 << 24));

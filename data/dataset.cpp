@@ -64,7 +64,7 @@ std::string data_identity(const DataSplit& d) {
     for (const std::vector<std::int32_t>* part : {&d.text.train, &d.text.val})
       crc = crc_of(crc, part->data(), part->size() * sizeof(std::int32_t));
     if (d.text.vocab.empty())  // token files
-      return fmt::format("GPT-2 tokens: {} train and {} val, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
+      return fmt::format("tokens: {} train and {} val, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
                          d.text.val.size(), d.text.vocab_size, crc);
     return fmt::format("text of {} train and {} val characters, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
                        d.text.val.size(), d.text.vocab.size(), crc);
@@ -80,7 +80,7 @@ std::string data_identity(const DataSplit& d) {
 std::string DataSplit::describe() const {
   if (is_text())
     return fmt::format("{} ({} train / {} val {}, a vocabulary of {})", name, text.train.size(), text.val.size(),
-                       text.vocab.empty() ? "GPT-2 tokens" : "characters", text.vocab.empty() ? text.vocab_size : std::ssize(text.vocab));
+                       text.vocab.empty() ? "tokens" : "characters", text.vocab.empty() ? text.vocab_size : std::ssize(text.vocab));
   return fmt::format("{} ({} train / {} test samples)", name, train.samples, test.samples);
 }
 
@@ -124,7 +124,10 @@ Dataset make_synthetic(const SyntheticConfig& c, std::int64_t samples, std::uint
   return d;
 }
 
-DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic) {
+DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic, std::int64_t token_vocab) {
+  HT_CHECK(token_vocab == 0 || spec.rfind("tokens:", 0) == 0, "--vocab-size is the vocabulary of token files (--data tokens:DIR); "
+           "--data {} brings its own", spec);
+  HT_CHECK(token_vocab >= 0 && token_vocab <= 65536, "--vocab-size {}: token files hold uint16 ids, so at most 65536", token_vocab);
   if (spec == "fashion-mnist") return load_idx_dir(kFashionMnistDir, "fashion-mnist");
   if (spec.rfind("idx:", 0) == 0) return load_idx_dir(spec.substr(4), spec);
   if (spec == "synthetic") {
@@ -141,7 +144,7 @@ DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic) {
     return load_text(kShakespearePath, spec);
   }
   if (spec.rfind("text:", 0) == 0) return load_text(spec.substr(5), spec);
-  if (spec.rfind("tokens:", 0) == 0) return load_tokens(spec.substr(7), spec);
+  if (spec.rfind("tokens:", 0) == 0) return load_tokens(spec.substr(7), spec, token_vocab ? token_vocab : kGpt2Vocab);
   fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE, tokens:DIR", spec));
 }
 

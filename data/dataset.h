@@ -28,7 +28,7 @@ struct Dataset {
 struct TextData {
   std::vector<std::string> vocab;     // the characters of token ids 0, 1, ... (UTF-8), in code point order;
                                       // empty for token files (their ids are GPT-2's BPE)
-  std::int64_t vocab_size = 0;        // ids are in [0, vocab_size): vocab.size(), or GPT-2's 50,257
+  std::int64_t vocab_size = 0;        // ids are in [0, vocab_size): vocab.size(), or the token files' (GPT-2's 50,257 or --vocab-size)
   std::vector<std::int32_t> train;    // token ids of the first 90% of the characters
   std::vector<std::int32_t> val;      // ... and of the last 10%
 };
@@ -65,12 +65,13 @@ std::string data_identity(const DataSplit& d);
 // "fashion-mnist" (the Debian package), "idx:DIR" (the four standard MNIST file names, raw or
 // .gz), "synthetic", "shakespeare", "text:FILE" (any UTF-8 file) or "tokens:DIR" (GPT-2 ids). Throws ht::Error naming the
 // file and what is wrong with it.
-DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic);
+// token_vocab: the vocabulary of tokens:DIR's ids (0: GPT-2's); refused for the other kinds.
+DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic, std::int64_t token_vocab = 0);
 
 // GPT-2's BPE vocabulary (tiktoken "gpt2"): the ids of nanoGPT's and llm.c's token files.
 constexpr std::int64_t kGpt2Vocab = 50257;
-// DIR/train.bin and DIR/val.bin in llm.c's or nanoGPT's format (data/tokens.cpp).
-DataSplit load_tokens(const std::string& dir, const std::string& name);
+// DIR/train.bin and DIR/val.bin in llm.c's or nanoGPT's format (data/tokens.cpp), ids in [0, vocab).
+DataSplit load_tokens(const std::string& dir, const std::string& name, std::int64_t vocab = kGpt2Vocab);
 
 // A character-level corpus from UTF-8 text (data/text.cpp); `name` as --data gave it.
 DataSplit load_text(const std::string& path, const std::string& name);

@@ -3,8 +3,8 @@
 //   llm.c     - a header of 256 little-endian int32 (magic 20240520, version 1, the token count),
 //               then the tokens as uint16 (dev/data/data_common.py's write_datafile);
 //   nanoGPT   - the tokens alone, raw little-endian uint16 (data/*/prepare.py's np.uint16 tofile).
-// Token ids are GPT-2's BPE (tiktoken "gpt2"), so the vocabulary is its 50,257 ids; an id at or
-// above it is refused naming the file and the position. There are no characters to decode, so
+// Token ids are GPT-2's BPE (tiktoken "gpt2") unless --vocab-size names another vocabulary (the
+// files do not record theirs): an id at or above it is refused naming the file and the position. There are no characters to decode, so
 // `halftape sample` cannot print such a model's text. The tokens are read into memory (4 bytes a
 // token): a corpus of billions of tokens (OpenWebText) needs a memory-mapped reader, not written.
 #include "data/dataset.h"
@@ -69,8 +69,8 @@ std::vector<std::int32_t> read_token_file(const std::filesystem::path& path, con
   in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(2 * count));
   HT_CHECK(in.good(), "--data {}: {}: read failed", name, p);
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    HT_CHECK(raw[i] < vocab, "--data {}: {}: token {} (byte {}) is id {}, outside GPT-2's vocabulary of {} ids", name, p, i,
-             offset + 2 * i, raw[i], vocab);
+    HT_CHECK(raw[i] < vocab, "--data {}: {}: token {} (byte {}) is id {}, outside {} of {} ids", name, p, i, offset + 2 * i,
+             raw[i], vocab == kGpt2Vocab ? "GPT-2's vocabulary" : "the vocabulary (--vocab-size)", vocab);
     tokens[i] = raw[i];
   }
   return tokens;
@@ -78,16 +78,16 @@ std::vector<std::int32_t> read_token_file(const std::filesystem::path& path, con
 
 }  // namespace
 
-DataSplit load_tokens(const std::string& dir, const std::string& name) {
+DataSplit load_tokens(const std::string& dir, const std::string& name, std::int64_t vocab) {
   std::error_code ec;
   HT_CHECK(std::filesystem::is_directory(dir, ec), "--data {}: {} is not a directory (it holds train.bin and val.bin)", name, dir);
   DataSplit split;
   split.name = name;
-  split.text.vocab_size = kGpt2Vocab;
-  split.text.train = read_token_file(std::filesystem::path(dir) / "train.bin", name, kGpt2Vocab);
-  split.text.val = read_token_file(std::filesystem::path(dir) / "val.bin", name, kGpt2Vocab);
+  split.text.vocab_size = vocab;
+  split.text.train = read_token_file(std::filesystem::path(dir) / "train.bin", name, vocab);
+  split.text.val = read_token_file(std::filesystem::path(dir) / "val.bin", name, vocab);
   const auto shortest = static_cast<std::int64_t>(std::min(split.text.train.size(), split.text.val.size()));
-  split.task = {InputKind::tokens, 0, kGpt2Vocab, shortest - 1};
+  split.task = {InputKind::tokens, 0, vocab, shortest - 1};
   return split;
 }
 

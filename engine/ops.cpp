@@ -197,12 +197,13 @@ void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets&
   Backend& backend = ctx.backend;
   const Tensor& z = logits->value;
   const std::int64_t rows = z.shape()[0];
-  const std::int64_t classes = z.shape()[1];
+  const std::int64_t width = z.shape()[1], classes = t.classes ? t.classes : width;
+  HT_CHECK(classes >= 1 && classes <= width, "cross_entropy: {} classes in logits of {} columns", classes, width);
   const Tensor row_loss = backend.empty(Shape{rows}, DType::f32);
   const Tensor row_correct = t.correct_sum ? backend.empty(Shape{rows}, DType::f32) : Tensor();
   const Tensor dlogits = ctx.tape ? backend.empty(z.shape(), z.dtype()) : Tensor();
   backend.cross_entropy({z.data(), z.dtype(), t.labels, rows, classes, row_loss.data_as<float>(),
-                         row_correct.data_as<float>(), dlogits.data(), t.loss_scale, t.grad_divisor});
+                         row_correct.data_as<float>(), dlogits.data(), t.loss_scale, t.grad_divisor, width});
   if (t.loss_sum) backend.sum({row_loss.data_as<float>(), rows, t.loss_weight, t.loss_sum});
   if (t.correct_sum) backend.sum({row_correct.data_as<float>(), rows, 1.0f, t.correct_sum});
   if (!ctx.tape) return;

@@ -50,9 +50,10 @@ struct CrossEntropyTargets {
   float* loss_sum = nullptr;             // (1) on the device: += loss_weight × Σ row losses
   float loss_weight = 1;
   float* correct_sum = nullptr;          // (1) on the device: += number of correct rows; optional
+  std::int64_t classes = 0;              // the logits' first columns that are classes, the rest vocabulary padding; 0: all
 };
 
-// logits: (rows, classes). Records the fused gradient on the tape (when there is one).
+// logits: (rows, columns). Records the fused gradient on the tape (when there is one).
 void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets& targets);
 
 }  // namespace ht

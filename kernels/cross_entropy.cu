@@ -11,17 +11,18 @@ namespace {
 
 constexpr int kBlock = 128;
 
-// logits: (rows, classes) T, labels: (rows) -> row_loss, row_correct: (rows) fp32,
-// dlogits: (rows, classes) T (when not null), scaled by *loss_scale / grad_divisor.
+// logits: (rows, width) T, labels: (rows) -> row_loss, row_correct: (rows) fp32,
+// dlogits: (rows, width) T (when not null), scaled by *loss_scale / grad_divisor. Columns
+// [classes, width) are vocabulary padding: outside the softmax, gradient 0.
 // A label outside [0, classes) is never used as an index: its row's loss and gradient are NaN,
 // which the step's non-finite check then reports (the data readers refuse such labels first).
 template <class T>
 __global__ void __launch_bounds__(kBlock) cross_entropy_kernel(const T* __restrict__ logits, const std::int32_t* __restrict__ labels,
-                                                               std::int64_t classes, float* __restrict__ row_loss,
+                                                               std::int64_t classes, std::int64_t width, float* __restrict__ row_loss,
                                                                float* __restrict__ row_correct, T* __restrict__ dlogits,
                                                                const float* __restrict__ loss_scale, float grad_divisor) {
   const std::int64_t r = blockIdx.x;
-  const T* z = logits + r * classes;
+  const T* z = logits + r * width;
   float max = -INFINITY;
   int argmax = INT_MAX;
   for (std::int64_t c = threadIdx.x; c < classes; c += kBlock) {
@@ -40,9 +41,10 @@ __global__ void __launch_bounds__(kBlock) cross_entropy_kernel(const T* __restri
   }
   if (!dlogits) return;
   const float multiplier = valid ? (loss_scale ? *loss_scale : 1.0f) / grad_divisor : NAN;
-  for (std::int64_t c = threadIdx.x; c < classes; c += kBlock) {
-    const float p = expf(to_float(z[c]) - max) / sum;
-    dlogits[r * classes + c] = from_float<T>((p - (c == label ? 1.0f : 0.0f)) * multiplier);
+  for (std::int64_t c = threadIdx.x; c < width; c += kBlock) {
+    float g = 0.0f;  // padding
+    if (c < classes) g = (expf(to_float(z[c]) - max) / sum - (c == label ? 1.0f : 0.0f)) * multiplier;
+    dlogits[r * width + c] = from_float<T>(g);
   }
 }
 
@@ -53,7 +55,8 @@ void launch_cross_entropy(const CrossEntropyArgs& a, const Stream& s) {
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     HT_LAUNCH(cross_entropy_kernel<T>, (LaunchConfig{static_cast<unsigned>(a.rows), kBlock}), s, static_cast<const T*>(a.logits),
-              a.labels, a.classes, a.row_loss, a.row_correct, static_cast<T*>(a.dlogits), a.loss_scale, a.grad_divisor);
+              a.labels, a.classes, a.width(), a.row_loss, a.row_correct, static_cast<T*>(a.dlogits), a.loss_scale,
+              a.grad_divisor);
   });
 }
 

@@ -6,12 +6,13 @@
 
 namespace ht {
 
-Gpt::Gpt(const GptSpec& spec, std::int64_t vocab, ParamArena& arena) : spec_(spec), vocab_(vocab) {
+Gpt::Gpt(const GptSpec& spec, std::int64_t vocab, ParamArena& arena)
+    : spec_(spec), vocab_(vocab), padded_vocab_((vocab + spec.pad_vocab_to - 1) / spec.pad_vocab_to * spec.pad_vocab_to) {
   const std::int64_t C = spec.n_embd;
   auto linear_layer = [&](const std::string& name, std::int64_t out, std::int64_t in, Activation act) {
     return LinearLayer{arena.add(name + ".weight", Shape{out, in}), arena.add(name + ".bias", Shape{out}, /*decay=*/false), act};
   };
-  wte_ = arena.add("transformer.wte.weight", Shape{vocab, C});
+  wte_ = arena.add("transformer.wte.weight", Shape{padded_vocab_, C});
   wpe_ = arena.add("transformer.wpe.weight", Shape{spec.block_size, C});
   for (std::int64_t l = 0; l < spec.n_layer; ++l) {
     const std::string h = fmt::format("transformer.h.{}.", l);
@@ -31,13 +32,18 @@ Gpt::Gpt(const GptSpec& spec, std::int64_t vocab, ParamArena& arena) : spec_(spe
 }
 
 std::string Gpt::describe() const {
-  return fmt::format("gpt {} layers, {} heads, {} wide, block {}, vocabulary {}", spec_.n_layer, spec_.n_head, spec_.n_embd,
-                     spec_.block_size, vocab_);
+  return fmt::format("gpt {} layers, {} heads, {} wide, block {}, vocabulary {}{}", spec_.n_layer, spec_.n_head, spec_.n_embd,
+                     spec_.block_size, vocab_, padded_vocab_ != vocab_ ? fmt::format(" (padded to {})", padded_vocab_) : "");
 }
 
 nlohmann::json Gpt::config() const {
-  return {{"model", "gpt"},         {"n_layer", spec_.n_layer},       {"n_head", spec_.n_head},
-          {"n_embd", spec_.n_embd}, {"block_size", spec_.block_size}, {"vocab_size", vocab_}};
+  nlohmann::json c = {{"model", "gpt"},         {"n_layer", spec_.n_layer},       {"n_head", spec_.n_head},
+                      {"n_embd", spec_.n_embd}, {"block_size", spec_.block_size}, {"vocab_size", vocab_}};
+  if (spec_.pad_vocab_to != 1) {  // (unpadded models keep the config of checkpoints from before padding)
+    c["pad_vocab_to"] = spec_.pad_vocab_to;
+    c["padded_vocab_size"] = padded_vocab_;  // llm.c's name; nanoGPT's GPTConfig(vocab_size=) takes this
+  }
+  return c;
 }
 
 Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
@@ -65,7 +71,12 @@ void Gpt::initialize(const ParamArena& arena, Backend& backend, std::uint64_t se
   };
   auto normal = [&](float std) { return [&rng, std] { return std * rng.normal(); }; };
   auto constant = [](float c) { return [c] { return c; }; };
-  fill(wte_, normal(0.02f));
+  {  // wte: the real rows from the model's stream, the padding rows from their own
+    Rng padding_rng(derive_seed(seed, /*purpose=*/7));
+    std::int64_t i = 0;
+    const std::int64_t real = vocab_ * spec_.n_embd;
+    fill(wte_, [&] { return 0.02f * (i++ < real ? rng : padding_rng).normal(); });
+  }
   fill(wpe_, normal(0.02f));
   for (const Block& b : blocks_) {
     fill(b.ln_1_weight, constant(1));
@@ -90,7 +101,7 @@ double Gpt::flops_per_row() const {
   // nanoGPT's estimate (the PaLM paper's): 6 per parameter of the non-embedding matrices per
   // token (forward and backward), plus attention's 12·L·C·T (half of it masked in practice).
   const double L = static_cast<double>(spec_.n_layer), C = static_cast<double>(spec_.n_embd);
-  const double matrices = L * 12 * C * C + static_cast<double>(vocab_) * C;  // blocks and lm_head
+  const double matrices = L * 12 * C * C + static_cast<double>(padded_vocab_) * C;  // blocks and lm_head (as computed)
   return 6 * matrices + 12 * L * C * static_cast<double>(spec_.block_size);
 }
 

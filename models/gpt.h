@@ -11,6 +11,11 @@
 // is fused into c_fc's GEMM epilogue. Init as nanoGPT: weights and embeddings N(0, 0.02), the
 // two c_proj weights N(0, 0.02/√(2·n_layer)), biases 0, LayerNorm weights 1; weight decay
 // applies to the 2-D weights only (embeddings and Linear weights, not biases or LayerNorm).
+// --pad-vocab-to M rounds wte's rows (and so the logits) up to a multiple of M, as nanoGPT's and
+// llm.c's GPT-2 pad 50,257 to 50,304 so the lm_head GEMM tiles evenly: the padding rows are never
+// a token or a target, get no probability in the loss and no gradient from it (only weight
+// decay), and are drawn from a seed stream of their own, so a padded model's real weights and
+// losses are those of the unpadded one.
 #pragma once
 
 #include "models/model.h"
@@ -29,8 +34,10 @@ class Gpt final : public Model {
   nlohmann::json config() const override;
   std::int64_t sequence_length() const override { return spec_.block_size; }
   void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const override;
-  // tokens: (B, T) i32, T <= block size -> logits (B·T, vocab) compute dtype.
+  // tokens: (B, T) i32, T <= block size -> logits (B·T, padded vocabulary) compute dtype.
   Var forward(OpContext& ctx, const Tensor& tokens) const override;
+  std::int64_t classes() const override { return vocab_; }
+  std::int64_t padded_vocab() const { return padded_vocab_; }
   double flops_per_row() const override;
 
  private:
@@ -41,7 +48,7 @@ class Gpt final : public Model {
     LinearLayer c_fc, mlp_proj;
   };
   GptSpec spec_;
-  std::int64_t vocab_;
+  std::int64_t vocab_, padded_vocab_;
   int wte_ = -1, wpe_ = -1, ln_f_weight_ = -1, ln_f_bias_ = -1;
   std::vector<Block> blocks_;
 };

@@ -25,6 +25,7 @@ class Mlp final : public Model {
   void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const override;
   // x: (rows, inputs) compute dtype -> logits (rows, classes) compute dtype.
   Var forward(OpContext& ctx, const Tensor& input) const override;
+  std::int64_t classes() const override { return classes_; }
   double flops_per_row() const override;
 
  private:

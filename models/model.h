@@ -23,8 +23,10 @@ class Model {
   virtual std::int64_t sequence_length() const { return 0; }  // tokens a sequence holds (the GPT's block size); 0: samples
   // Writes the master weights (and the working copy) from `seed`.
   virtual void initialize(const ParamArena& arena, Backend& backend, std::uint64_t seed) const = 0;
-  // input: a Batch's input (engine/task.h) -> logits (rows, classes) in the compute dtype.
+  // input: a Batch's input (engine/task.h) -> logits (rows, columns) in the compute dtype: the
+  // first classes() columns are the classes, any after them vocabulary padding (never a class).
   virtual Var forward(OpContext& ctx, const Tensor& input) const = 0;
+  virtual std::int64_t classes() const = 0;
   virtual double flops_per_row() const = 0;              // forward and backward, for throughput figures
 };
 

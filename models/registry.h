@@ -36,6 +36,11 @@ struct RecipeFlag {
 };
 std::vector<RecipeFlag> recipe_flags(const std::string& kind);
 
+// The named shapes --preset gives (llm.c's and nanoGPT's GPT-2 family: gpt2, gpt2-medium,
+// gpt2-large, gpt2-xl), as the flags they stand for; a flag the command line gives wins.
+std::vector<std::string> preset_names();
+std::vector<RecipeFlag> preset_flags(const std::string& preset);
+
 // Throws naming the flag when the spec cannot make a model (e.g. --n-embd not divisible by --n-head).
 void validate_model(const ModelSpec& spec);
 

@@ -54,11 +54,32 @@ void add_model_flags(CLI::App* t, ModelSpec& spec) {
   t->add_option("--n-head", spec.gpt.n_head, "gpt: attention heads")->check(count);
   t->add_option("--n-embd", spec.gpt.n_embd, "gpt: the residual stream's width (a multiple of --n-head)")->check(count);
   t->add_option("--block-size", spec.gpt.block_size, "gpt: the context, in tokens")->check(count);
+  t->add_option("--pad-vocab-to", spec.gpt.pad_vocab_to,
+                "gpt: round the vocabulary's rows up to a multiple of N (64: GPT-2's 50257 -> 50304); padding is never predicted")
+      ->check(count);
+  t->add_option("--preset", spec.preset, "gpt: a GPT-2 shape (gpt2 = 12 layers, 12 heads, 768 wide, block 1024, vocabulary "
+                "padded to 64; gpt2-medium, gpt2-large, gpt2-xl); flags given beside it win")
+      ->check(CLI::IsMember(preset_names()));
+}
+
+std::vector<std::string> preset_names() { return {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"}; }
+
+std::vector<RecipeFlag> preset_flags(const std::string& preset) {
+  struct Shape { const char* name; const char *layers, *heads, *width; };
+  // GPT-2's four sizes (Radford et al. 2019; nanoGPT's from_pretrained table).
+  static constexpr Shape kShapes[] = {{"gpt2", "12", "12", "768"}, {"gpt2-medium", "24", "16", "1024"},
+                                      {"gpt2-large", "36", "20", "1280"}, {"gpt2-xl", "48", "25", "1600"}};
+  for (const Shape& s : kShapes)
+    if (preset == s.name)
+      return {{"--n-layer", s.layers, ""}, {"--n-head", s.heads, ""}, {"--n-embd", s.width, ""},
+              {"--block-size", "1024", ""}, {"--pad-vocab-to", "64", ""}};
+  HT_CHECK(preset.empty(), "--preset: '{}' is not one of {}", preset, fmt::join(preset_names(), ", "));
+  return {};
 }
 
 std::vector<ModelFlag> model_only_flags() {
-  return {{"--hidden", "mlp"},  {"--activation", "mlp"}, {"--n-layer", "gpt"},
-          {"--n-head", "gpt"},  {"--n-embd", "gpt"},     {"--block-size", "gpt"}};
+  return {{"--hidden", "mlp"}, {"--activation", "mlp"}, {"--n-layer", "gpt"},      {"--n-head", "gpt"},
+          {"--n-embd", "gpt"}, {"--block-size", "gpt"}, {"--pad-vocab-to", "gpt"}, {"--preset", "gpt"}};
 }
 
 std::vector<RecipeFlag> recipe_flags(const std::string& kind) {
@@ -73,8 +94,8 @@ void validate_model(const ModelSpec& spec) {
   if (spec.kind == "mlp") return;
   HT_CHECK(spec.kind == "gpt", "--model: '{}' is not one of {}", spec.kind, fmt::join(model_names(), ", "));
   const GptSpec& g = spec.gpt;
-  HT_CHECK(g.n_layer >= 1 && g.n_head >= 1 && g.n_embd >= 1 && g.block_size >= 1,
-           "--n-layer, --n-head, --n-embd and --block-size must be at least 1");
+  HT_CHECK(g.n_layer >= 1 && g.n_head >= 1 && g.n_embd >= 1 && g.block_size >= 1 && g.pad_vocab_to >= 1,
+           "--n-layer, --n-head, --n-embd, --block-size and --pad-vocab-to must be at least 1");
   HT_CHECK(g.n_embd % g.n_head == 0, "--n-embd {} is not divisible by --n-head {}", g.n_embd, g.n_head);
   HT_CHECK(g.n_embd / g.n_head <= kAttentionMaxHeadDim, "--n-embd {} / --n-head {} = heads of {} channels: the attention "
            "kernels take heads of at most {}", g.n_embd, g.n_head, g.n_embd / g.n_head, kAttentionMaxHeadDim);
@@ -92,6 +113,7 @@ ModelSpec spec_from_config(const nlohmann::json& config, const std::string& what
       spec.gpt.n_head = config.at("n_head").get<std::int64_t>();
       spec.gpt.n_embd = config.at("n_embd").get<std::int64_t>();
       spec.gpt.block_size = config.at("block_size").get<std::int64_t>();
+      spec.gpt.pad_vocab_to = config.value("pad_vocab_to", std::int64_t{1});  // absent: unpadded
     }
   } catch (const nlohmann::json::exception& e) {
     fail(fmt::format("{}: the model's config {} is incomplete ({})", what, config.dump(), e.what()));

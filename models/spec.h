@@ -22,10 +22,12 @@ struct GptSpec {
   std::int64_t n_head = 4;
   std::int64_t n_embd = 128;
   std::int64_t block_size = 64;
+  std::int64_t pad_vocab_to = 1;  // wte's rows (and the logits) a multiple of this; 1: the vocabulary as it is
 };
 
 struct ModelSpec {
   std::string kind = "mlp";  // a name of models/registry.h
+  std::string preset;        // --preset: a named shape (models/registry.h), applied by the command line
   MlpSpec mlp;
   GptSpec gpt;
 };

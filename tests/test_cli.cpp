@@ -145,11 +145,44 @@ TEST_CASE("token files: the GPT trains on GPT-2 ids - sample says it cannot deco
   REQUIRE(r.status == 0);
   CHECK(r.out.find("a vocabulary of 50257") != std::string::npos);
   CHECK(r.out.find("done: 2 steps") != std::string::npos);
-  expect_one_error_line("sample --resume " + (dir / "ck").string(), "trained on GPT-2 token ids");
+  expect_one_error_line("sample --resume " + (dir / "ck").string(), "trained on token ids (gpt2");
+  expect_one_error_line("train --model gpt --steps 1 --vocab-size 257" + data, "outside the vocabulary (--vocab-size) of 257 ids");
+  expect_one_error_line("train --model gpt --steps 1 --vocab-size 257 --data shakespeare", "--vocab-size is the vocabulary of token files");
   ids[1234] = 60000;
   std::ofstream(dir / "val.bin", std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
   expect_one_error_line("train --model gpt --steps 1" + data, "val.bin: token 1234 (byte 2468) is id 60000");
   fs::remove_all(dir);
+}
+
+TEST_CASE("token files of another vocabulary: --vocab-size 257 (bytes), padded to 320 with --pad-vocab-to 64", "[cli][gpt]") {
+  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-bytes-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::uint16_t> ids(3000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 131) % 257);
+  for (const char* name : {"train.bin", "val.bin"})
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  const Result r = run_halftape("train --model gpt --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --batch-size 2 --steps 2 "
+                                "--eval-windows 4 --no-progress --vocab-size 257 --pad-vocab-to 64 --data tokens:" + dir.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("a vocabulary of 257") != std::string::npos);
+  CHECK(r.out.find("vocabulary 257 (padded to 320)") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("flag --preset names GPT-2's shapes; flags beside it win; the MLP refuses it", "[cli][gpt]") {
+  // --steps 0 with --eval-windows 1: init and one evaluation, enough to print the model.
+  const Result r = run_halftape("train --model gpt --preset gpt2 --n-layer 1 --block-size 32 --steps 0 --eval-windows 1 "
+                                "--eval-batch-size 1 --no-progress");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("gpt 1 layers, 12 heads, 768 wide, block 32, vocabulary") != std::string::npos);
+  CHECK(r.out.find("(padded to") != std::string::npos);
+  expect_one_error_line("train --model mlp --preset gpt2 --steps 1", "--preset");
+  const Result bad = run_halftape("train --model gpt --preset gpt5 --steps 1");
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("--preset") != std::string::npos);
 }
 
 TEST_CASE("flag --device cuda without a GPU says so", "[cli]") {

@@ -106,3 +106,42 @@ TEST_CASE("gpt: the checkpoint has nanoGPT's names and shapes, the tied table on
   CHECK(f.metadata.at("vocab") == vocab);
   fs::remove_all(root);
 }
+
+TEST_CASE("gpt: a vocabulary padded to a multiple of 64 trains as the unpadded one; the padding is never predicted nor learnt", "[gpt]") {
+  const fs::path root = unique_temp_path("halftape-gpt-padded");
+  TrainConfig plain = gpt_config(Precision::fp32);
+  TrainConfig padded = plain;
+  padded.model.gpt.pad_vocab_to = 64;
+  padded.save_dir = root.string();
+  const TrainRun a = train_in_process(plain), b = train_in_process(padded);
+  const std::int64_t V = static_cast<std::int64_t>(gpt_test_text_vocab().size()), Vp = (V + 63) / 64 * 64, C = plain.model.gpt.n_embd;
+  REQUIRE(Vp > V);
+  // The same real weights from the same seed (the padding rows draw from a stream of their own),
+  // the same losses and gradient norms: the padding takes no part in the softmax.
+  for (std::int64_t i = 0; i < V * C; ++i) REQUIRE(a.initial[static_cast<std::size_t>(i)] == b.initial[static_cast<std::size_t>(i)]);
+  REQUIRE(a.summary.steps.size() == b.summary.steps.size());
+  for (std::size_t s = 0; s < a.summary.steps.size(); ++s) {
+    const StepRecord &x = a.summary.steps[s].record, &y = b.summary.steps[s].record;
+    INFO("step " << s + 1);
+    CHECK(std::fabs(x.loss - y.loss) <= 1e-5f * x.loss);
+    CHECK(std::fabs(x.grad_norm - y.grad_norm) <= 1e-5f * x.grad_norm);
+  }
+  // The padding rows had no gradient: AdamW only decayed them, (1 - lr·wd) a step.
+  const float decay = 1.0f - plain.schedule.base_lr * plain.optimizer.adamw.weight_decay;
+  const double steps = static_cast<double>(a.summary.steps.size());
+  for (std::int64_t i = V * C; i < Vp * C; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    REQUIRE(b.initial[k] != 0.0f);
+    REQUIRE(std::fabs(b.master[k] - b.initial[k] * std::pow(decay, steps)) <= 1e-6 * std::fabs(b.initial[k]));
+  }
+  // The checkpoint: nanoGPT's padded table (GPTConfig(vocab_size=Vp) loads it), the real vocabulary in the config.
+  std::ifstream in(root / fmt::format("step-{:08d}", a.summary.steps.size()) / "model.safetensors", std::ios::binary);
+  const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const SafeTensorsFile f = decode_safetensors(bytes, "model.safetensors");
+  CHECK(f.tensors.at("transformer.wte.weight").shape == std::vector<std::int64_t>{Vp, C});
+  const nlohmann::json config = nlohmann::json::parse(f.metadata.at("model"));
+  CHECK(config.at("vocab_size") == V);
+  CHECK(config.at("padded_vocab_size") == Vp);
+  CHECK(config.at("pad_vocab_to") == 64);
+  fs::remove_all(root);
+}

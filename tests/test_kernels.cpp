@@ -234,6 +234,58 @@ TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient - rows longer 
         }
 }
 
+TEST_CASE("kernel cross_entropy: a padded vocabulary's columns take no probability and get a zero gradient", "[kernels]") {
+  for (DType t : kTypes)
+    for (auto [rows, classes, width] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{3, 50, 64}, {2, 257, 320}, {2, 129, 192}}) {
+      INFO(dtype_name(t) << " " << rows << "x" << classes << " padded to " << width);
+      // Padding logits of 8: were they in the softmax they would take most of the probability.
+      const std::vector<float> real = random_floats(static_cast<std::size_t>(rows * classes), 12, -2, 2);
+      std::vector<float> wide(static_cast<std::size_t>(rows * width), 8.0f);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < classes; ++c)
+          wide[static_cast<std::size_t>(r * width + c)] = real[static_cast<std::size_t>(r * classes + c)];
+      const auto narrow_z = bytes_of(t, real), wide_z = bytes_of(t, wide);
+      std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = static_cast<std::int32_t>((r * 31) % classes);
+      const float scale = 64.0f, divisor = 2.0f;
+      // The unpadded reference is what the padded one must give: the same losses, the same
+      // gradient in the real columns, zeros in the padding.
+      std::vector<float> want_loss(static_cast<std::size_t>(rows)), want_correct(want_loss.size());
+      std::vector<std::uint8_t> want_dz(narrow_z.size());
+      cross_entropy_ref({narrow_z.data(), t, labels.data(), rows, classes, want_loss.data(), want_correct.data(), want_dz.data(),
+                         &scale, divisor});
+      const std::vector<float> want_g = widen(t, want_dz);
+      auto check = [&](const std::vector<float>& loss, const std::vector<float>& correct, const std::vector<float>& g, double tol) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          CHECK(loss[static_cast<std::size_t>(r)] == Approx(want_loss[static_cast<std::size_t>(r)]).epsilon(tol).margin(tol));
+          CHECK(correct[static_cast<std::size_t>(r)] == want_correct[static_cast<std::size_t>(r)]);
+          for (std::int64_t c = 0; c < width; ++c) {
+            const float got = g[static_cast<std::size_t>(r * width + c)];
+            if (c >= classes) REQUIRE(got == 0.0f);
+            else CHECK(got == Approx(want_g[static_cast<std::size_t>(r * classes + c)]).epsilon(t == DType::f32 ? 1e-5 : 1e-2).margin(1e-6));
+          }
+        }
+      };
+      std::vector<float> loss(want_loss.size()), correct(want_loss.size());
+      std::vector<std::uint8_t> dz(wide_z.size(), 0xff);
+      cross_entropy_ref({wide_z.data(), t, labels.data(), rows, classes, loss.data(), correct.data(), dz.data(), &scale, divisor,
+                         width});
+      check(loss, correct, widen(t, dz), 0);  // the reference: the same arithmetic, bit for bit
+      for (auto& gpu : gpu_backends()) {
+        INFO(device_name(gpu->device()));
+        const auto d_z = put(*gpu, wide_z);
+        const auto d_labels = put(*gpu, labels);
+        const auto d_scale = put(*gpu, std::vector<float>{scale});
+        auto d_loss = put_zeros<float>(*gpu, loss.size());
+        auto d_correct = put_zeros<float>(*gpu, loss.size());
+        auto d_dz = put(*gpu, std::vector<std::uint8_t>(wide_z.size(), 0xff));
+        gpu->cross_entropy({d_z.get(), t, d_labels.get(), rows, classes, d_loss.get(), d_correct.get(), d_dz.get(), d_scale.get(),
+                            divisor, width});
+        check(get(*gpu, d_loss), get(*gpu, d_correct), widen(t, get(*gpu, d_dz)), 1e-5);
+      }
+    }
+}
+
 TEST_CASE("kernel cross_entropy: a target outside the classes (negative, or classes and up) is never an index", "[kernels]") {
   constexpr std::int64_t rows = 3, classes = 5;
   const auto logits = random_bytes(DType::f32, rows * classes, 11, 4);

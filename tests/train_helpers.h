@@ -36,7 +36,7 @@ struct TrainRun {
 inline TrainRun train_in_process(const TrainConfig& config, DeviceChoice device = DeviceChoice::cpu) {
   auto backend = make_backend(device);
   auto comm = make_single_process_communicator();
-  const DataSplit data = load_data(config.data, config.synthetic);
+  const DataSplit data = load_data(config.data, config.synthetic, config.vocab_size);
   std::ostringstream log;
   Trainer trainer(config, *backend, *comm, data, &log);
   TrainRun run;

@@ -26,6 +26,7 @@ struct TrainConfig {
 
   std::string data = "fashion-mnist";
   SyntheticConfig synthetic;
+  std::int64_t vocab_size = 0;        // token files' vocabulary (--vocab-size); 0: GPT-2's
   bool shuffle = true;
 
   ModelSpec model;                    // --model and its flags (models/registry.h)

@@ -71,7 +71,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   config_.schedule.total_steps = std::max<std::int64_t>(1, total_steps_);
   model_metadata_["model"] = model_->config().dump();
   if (data.is_text() && data.text.vocab.empty()) {
-    model_metadata_["tokenizer"] = "gpt2";  // token files: GPT-2's ids, no characters to store
+    // token files: ids with no characters to store; GPT-2's unless --vocab-size said otherwise
+    model_metadata_["tokenizer"] = data.text.vocab_size == kGpt2Vocab ? "gpt2" : fmt::format("ids of {}", data.text.vocab_size);
   } else if (data.is_text()) {
     std::string vocab;
     for (const std::string& c : data.text.vocab) vocab += c;
@@ -153,7 +154,7 @@ void Trainer::queue_step(bool inject_overflow) {
     const Var logits = model_->forward(ctx, batch.input);
     // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in
     cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
-                                1.0f / divisor, nullptr});
+                                1.0f / divisor, nullptr, model_->classes()});
     // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
     // micro-batch each allreduce bucket goes out as soon as its gradients are final
     tape.backward();
@@ -180,7 +181,7 @@ EvalResult Trainer::evaluate() {
     const Batch batch = eval_->batch(i, dtype_);
     const Var logits = model_->forward(ctx, batch.input);
     cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), nullptr, 1.0f, sums.data_as<float>(), 1.0f,
-                                sums.data_as<float>() + 1});
+                                sums.data_as<float>() + 1, model_->classes()});
   }
   comm_.allreduce(sums.data(), 2, CommDType::f32, ReduceOp::sum);  // device memory, as NCCL needs
   const std::vector<float> host = download<float>(backend_, sums);
