@@ -240,6 +240,18 @@ TEST_CASE("gpt and sample: bad input gets one error line - the same seed gives t
   CHECK(a.out.size() > std::string("the king").size() + 20);
   CHECK(a.out == b.out);
   CHECK(a.out != c.out);
+  // A padded vocabulary samples as the unpadded one: the same initial weights (--steps 0), the
+  // most likely token each time, never a padding id.
+  const std::string plain = (dir / "plain").string(), padded = (dir / "padded").string();
+  const std::string init = "train --model gpt --device cpu --steps 0 --eval-windows 1 --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 "
+                           "--data text:" + text;
+  REQUIRE(run_halftape(init + " --save " + plain).status == 0);
+  REQUIRE(run_halftape(init + " --pad-vocab-to 64 --save " + padded).status == 0);
+  const Result p0 = run_halftape("sample --device cpu --resume " + plain + " --tokens 40 --temperature 0 --prompt 'the king'");
+  const Result p1 = run_halftape("sample --device cpu --resume " + padded + " --tokens 40 --temperature 0 --prompt 'the king'");
+  INFO(p1.err);
+  CHECK(p1.status == 0);
+  CHECK(p0.out == p1.out);
   expect_one_error_line(sample + "--prompt 'the king~'", "the character '~' is not in the model's vocabulary");
   expect_one_error_line(sample + "--temperature -1", "--temperature must be a finite number >= 0");
   expect_one_error_line("sample --resume " + (dir / "nothing").string(), "no such directory");
