@@ -34,7 +34,19 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
     if (!flags.from_recipe.empty())
       *log << fmt::format("recipe of --model {}{}: {}\n", config.model.kind,
                           config.model.preset.empty() ? "" : " --preset " + config.model.preset, fmt::join(flags.from_recipe, " "));
-    *log << fmt::format("evaluating on {}\n", trainer.describe_evaluation());
+    if (!flags.dry_run) *log << fmt::format("evaluating on {}\n", trainer.describe_evaluation());
+  }
+  if (flags.dry_run) {  // the first step queues the memory account's line; then the formula it must match
+    const MemoryAccount& m = trainer.dry_run();
+    const StateFormula f = state_formula(config.precision, config.optimizer);
+    if (log)
+      *log << fmt::format("dry run: the state is {} bytes a parameter by the formula (master {} + working copy {} + gradients {} + "
+                          "optimizer {}): {:.1f} MiB for {} parameters; measured {:.1f} MiB\n",
+                          f.total(), f.master, f.working, f.gradients, f.optimizer,
+                          static_cast<double>(f.total()) * static_cast<double>(m.parameters) / (1 << 20), m.parameters,
+                          static_cast<double>(m.state()) / (1 << 20));
+    HT_CHECK(std::cout.flush().good(), "writing the log to standard output failed");
+    return 0;
   }
   const TrainSummary summary = trainer.run();
   if (log && !summary.stopped_by_signal) {

@@ -189,6 +189,7 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--eval-windows", c.eval_windows, "text: evaluate on the first N non-overlapping windows of the validation text")
       ->check(number_in(1, 1e9));
   t->add_flag("--no-progress", f.no_progress, "no progress bar even on a terminal");
+  t->add_flag("--dry-run", f.dry_run, "measure this configuration's memory by kind (one step, nothing saved or evaluated) and stop");
   t->add_option("--metrics", c.metrics_path, "write JSON Lines metrics to FILE")->check(kNonEmpty);
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR")->check(kNonEmpty);
   t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kCountOrZero);

@@ -21,7 +21,7 @@ struct TrainFlags {
   std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
   double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
   std::int64_t steps = -1, stop_after = -1;
-  bool no_shuffle = false, nesterov = false, no_progress = false;
+  bool no_shuffle = false, nesterov = false, no_progress = false, dry_run = false;
   float lr = 1e-3f, momentum = 0, weight_decay = -1;
   std::set<std::string> given;  // the flags on the command line (filled when parsing completes)
   std::vector<std::string> from_recipe;  // the flags the model's recipe set (not given)

@@ -50,6 +50,7 @@ class Backend {
   virtual void* allocate(std::size_t bytes) = 0;  // from the caching allocator
   virtual void deallocate(void* ptr) = 0;
   virtual AllocatorStats memory_stats() const = 0;
+  virtual void reset_memory_peak() = 0;                 // the allocator's peak starts again from now
   virtual void* allocate_pinned(std::size_t bytes) = 0;  // host memory async copies can target
   virtual void free_pinned(void* ptr) = 0;
   using PinnedPtr = std::unique_ptr<void, std::function<void(void*)>>;

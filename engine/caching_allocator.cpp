@@ -75,6 +75,11 @@ void CachingAllocator::release_cached() {
   stats_.cached = 0;
 }
 
+void CachingAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_in_use = stats_.in_use;
+}
+
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;

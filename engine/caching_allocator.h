@@ -34,6 +34,7 @@ class CachingAllocator {
   void deallocate(void* ptr);
   void release_cached();               // returns every cached block to the device
   AllocatorStats stats() const;
+  void reset_peak();                   // peak_in_use starts again from what is in use now
 
   static std::size_t round_size(std::size_t bytes);
 

@@ -43,6 +43,7 @@ class CpuBackend final : public Backend {
   void* allocate(std::size_t bytes) override { return allocator_.allocate(bytes); }
   void deallocate(void* ptr) override { allocator_.deallocate(ptr); }
   AllocatorStats memory_stats() const override { return allocator_.stats(); }
+  void reset_memory_peak() override { allocator_.reset_peak(); }
   void* allocate_pinned(std::size_t bytes) override {
     return std::aligned_alloc(kAlignment, CachingAllocator::round_size(bytes));
   }

@@ -143,6 +143,12 @@ void StepLog::clear_progress() {
   progress_visible_ = false;
 }
 
+void StepLog::metrics_record(const std::string& json_line) {
+  if (!metrics_) return;
+  metrics_->write_line(json_line);
+  metrics_->flush();
+}
+
 void StepLog::message(const std::string& line) {
   if (!config_.human) return;
   clear_progress();

@@ -78,6 +78,7 @@ class StepLog {
   std::int64_t skipped_total() const { return skipped_total_; }
   std::int32_t last_consecutive_skips() const { return last_consecutive_skips_; }
   void message(const std::string& line);  // a line for the human log (rank 0)
+  void metrics_record(const std::string& json_line);  // a line of --metrics (rank 0; none without --metrics)
 
  private:
   struct Pending {

@@ -50,6 +50,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   if (!config_.save_dir.empty())
     check_on_every_rank(comm, "checking --save", [&] { check_save_directory(config_.save_dir, comm.rank()); });
   backend.set_gemm_impl(config_.gemm);
+  memory_base_ = backend.memory_stats().in_use;
+  std::size_t data_bytes = 0;
   // The model, and the data in batches of the shape it reads.
   check_on_every_rank(comm, "making the model and its batches", [&] {
     model_ = make_model(config_.model, data.task, params_);
@@ -64,6 +66,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
                          .shuffle = config_.shuffle};
     batches_ = make_training_batches(backend, data, bc);
     eval_ = make_eval_batches(backend, data, bc);
+    data_bytes = backend.memory_stats().in_use - memory_base_;
     steps_per_epoch_ = batches_->steps_per_epoch();
     rows_per_step_ = checked_mul(batches_->rows_per_micro_batch(), config_.accum_steps, "rows per step");
     total_steps_ = config_.steps ? *config_.steps : checked_mul(config_.epochs, steps_per_epoch_, "--epochs × steps per epoch");
@@ -116,6 +119,31 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
     check_on_every_rank(comm, "restoring --resume", [&] { restore(state); });
   }
   start_step_ = checked_through_ = steps_done_;
+  measure_persistent_memory(memory_base_, data_bytes);
+}
+
+void Trainer::measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes) {
+  MemoryAccount& m = memory_;
+  m.parameters = params_.size();
+  m.data = data_bytes;
+  std::vector<Tensor> state = {params_.master(), params_.grads()};
+  if (params_.has_separate_working_copy()) state.push_back(params_.working());
+  m.master = params_.master().bytes();
+  m.working = params_.has_separate_working_copy() ? params_.working().bytes() : 0;
+  m.gradients = params_.grads().bytes();
+  for (const auto& [name, t] : optimizer_->state_tensors()) {
+    m.optimizer += t.bytes();
+    state.push_back(t);
+  }
+  for (const Tensor& t : state) m.rounding += CachingAllocator::round_size(t.bytes()) - t.bytes();
+  const std::size_t in_use = backend_.memory_stats().in_use - in_use_at_start, known = m.data + m.state() + m.rounding;
+  m.other = in_use > known ? in_use - known : 0;  // the rest of what the trainer holds
+}
+
+const MemoryAccount& Trainer::dry_run() {
+  train_step(steps_done_ + 1);
+  backend_.synchronize();
+  return memory_;
 }
 
 Trainer::~Trainer() = default;
@@ -135,7 +163,20 @@ void Trainer::train_step(std::int64_t step) {
     // The replayed collectives are watched like eager ones: a dead peer ends the job, not a hang.
     comm_.watch_queued_work(fmt::format("step {} (a replayed CUDA graph)", step));
   } else {
+    measuring_step_ = !memory_.measured_step;  // the first eager step of this run
+    step_base_ = backend_.memory_stats().in_use;
+    if (measuring_step_) backend_.reset_memory_peak();
     queue_step(inject);
+    if (measuring_step_) {
+      const AllocatorStats after = backend_.memory_stats();
+      const std::size_t kept_through = step_base_ + memory_.activations;
+      memory_.workspace = after.peak_in_use > kept_through ? after.peak_in_use - kept_through : 0;
+      memory_.cache = after.cached;
+      memory_.measured_step = true;
+      measuring_step_ = false;
+      log_->message(memory_.describe());
+      log_->metrics_record(nlohmann::json{{"memory", memory_.to_json()}}.dump());
+    }
   }
   log_->step_queued(step, epoch + 1);
   steps_done_ = step;
@@ -155,6 +196,10 @@ void Trainer::queue_step(bool inject_overflow) {
     // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in
     cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
                                 1.0f / divisor, nullptr, model_->classes()});
+    if (measuring_step_) {  // what the forward keeps for the backward, above the state between steps
+      const std::size_t in_use = backend_.memory_stats().in_use;
+      memory_.activations = std::max(memory_.activations, in_use > step_base_ ? in_use - step_base_ : 0);
+    }
     // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
     // micro-batch each allreduce bucket goes out as soon as its gradients are final
     tape.backward();

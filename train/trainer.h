@@ -18,6 +18,7 @@
 #include "engine/params.h"
 #include "models/model.h"
 #include "train/fault_injection.h"
+#include "train/memory_account.h"
 #include "train/step_log.h"
 #include "train/train_config.h"
 
@@ -68,9 +69,15 @@ class Trainer {
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
   std::int64_t rows_per_step() const { return rows_per_step_; }  // this rank's, all micro-batches
   std::string describe_evaluation() const { return eval_->describe(); }
+  // This rank's memory by kind: the persistent part from construction on, the step's part once
+  // the first step of this run has been queued (train/memory_account.h).
+  const MemoryAccount& memory() const { return memory_; }
+  // --dry-run: queues one step (to measure it; nothing is saved or evaluated) and waits for it.
+  const MemoryAccount& dry_run();
 
  private:
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
+  void measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes);
   // Stops the run (a CollectiveError, every rank at the same step; a checkpoint first with
   // --save) on --max-consecutive-skips skipped steps in a row, or on a non-finite loss where no
   // loss scaler can skip it; looks at every step read back since the last call.
@@ -100,6 +107,10 @@ class Trainer {
   std::int64_t start_step_ = 0;       // where this run began (the resumed step, or 0)
   std::int64_t checked_through_ = 0;  // check_health has looked at every step up to here
   std::unique_ptr<StepLog> log_;
+  MemoryAccount memory_;
+  std::size_t memory_base_ = 0;          // allocator bytes in use before the trainer allocated anything
+  bool measuring_step_ = false;          // the step being queued is the one the account measures
+  std::size_t step_base_ = 0;            // allocator bytes in use when that step began
 };
 
 }  // namespace ht

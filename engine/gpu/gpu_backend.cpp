@@ -151,6 +151,7 @@ class GpuBackend final : public Backend {
     return std::make_unique<GpuGraph>(exec, stream_.handle, std::exchange(graph_owned_, {}), [this](void* p) { release(p); });
   }
   AllocatorStats memory_stats() const override { return allocator_.stats(); }
+  void reset_memory_peak() override { allocator_.reset_peak(); }
   void* allocate_pinned(std::size_t bytes) override {
     void* p = nullptr;
     HT_CUDA_CHECK(rt::cudaMallocHost(&p, bytes));
