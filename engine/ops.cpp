@@ -193,6 +193,28 @@ Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::in
   return result;
 }
 
+Var recompute(OpContext& ctx, const Var& x, GraphPart part) {
+  if (!ctx.tape) return part(ctx, x);
+  Var y;
+  {  // the first run: its result, and the parameter uses the backward will report
+    Tape scratch;
+    OpContext first{ctx.backend, ctx.params, &scratch};
+    y = make_var(part(first, make_var(x->value, x->requires_grad))->value, true);
+    ctx.tape->add_param_uses(scratch);
+  }  // the scratch tape's closures, and with them the part's activations, go here
+  ctx.tape->consume(x);
+  ctx.tape->record([&backend = ctx.backend, &params = ctx.params, outer = ctx.tape, x, y, part = std::move(part)] {
+    Tape replay(outer);
+    OpContext again{backend, params, &replay};
+    const Var x2 = make_var(x->value, x->requires_grad);
+    const Var y2 = part(again, x2);
+    accumulate_grad(backend, *y2, y->grad);
+    replay.backward();
+    if (x->requires_grad) accumulate_grad(backend, *x, x2->grad);
+  });
+  return y;
+}
+
 void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets& t) {
   Backend& backend = ctx.backend;
   const Tensor& z = logits->value;

@@ -14,6 +14,8 @@
 #include "engine/params.h"
 #include "engine/tape.h"
 
+#include <functional>
+
 namespace ht {
 
 struct OpContext {
@@ -42,6 +44,15 @@ Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out);
 
 // qkv: (B·T, 3C) compute dtype, q | k | v -> (B·T, C): causal self-attention of `heads` heads.
 Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads);
+
+// Activation recomputation (torch.utils.checkpoint's idea): runs `part` (x -> y, a transformer
+// block) keeping only x for the backward. The forward runs it under a scratch tape that is
+// dropped at once (its parameter uses are added to ctx's tape); the backward runs it again on x
+// under a tape of its own and passes y's gradient back through it. The ops are deterministic,
+// so the gradients are bit for bit those of recording `part` itself; the price is one more
+// forward of it.
+using GraphPart = std::function<Var(OpContext&, const Var&)>;
+Var recompute(OpContext& ctx, const Var& x, GraphPart part);
 
 struct CrossEntropyTargets {
   const std::int32_t* labels = nullptr;  // (rows) on the device

@@ -38,11 +38,21 @@ GradTarget fp32_grad_target(Backend& backend, VarNode& x) {
 }
 
 void Tape::use_param(int index) {
+  if (parent_) return;  // counted on the parent when this part first ran
   if (static_cast<std::size_t>(index) >= param_uses_.size()) param_uses_.resize(static_cast<std::size_t>(index) + 1, 0);
   ++param_uses_[static_cast<std::size_t>(index)];
 }
 
+void Tape::add_param_uses(const Tape& other) {
+  if (other.param_uses_.size() > param_uses_.size()) param_uses_.resize(other.param_uses_.size(), 0);
+  for (std::size_t i = 0; i < other.param_uses_.size(); ++i) param_uses_[i] += other.param_uses_[i];
+}
+
 void Tape::param_grad_done(int index) {
+  if (parent_) {
+    parent_->param_grad_done(index);
+    return;
+  }
   int& left = param_uses_.at(static_cast<std::size_t>(index));
   HT_ASSERT(left > 0);
   if (--left == 0 && grad_ready_) grad_ready_(index);

@@ -70,6 +70,14 @@ class Tape {
   using Backward = std::function<void()>;
   using GradReadyHook = std::function<void(int param_index)>;
 
+  Tape() = default;
+  // A tape that runs part of the graph again during `parent`'s backward (recompute(), in
+  // engine/ops.h): the parameters' uses were counted on the parent when that part first ran, so
+  // this one counts none and tells the parent as each use adds its gradient.
+  explicit Tape(Tape* replaying_for) : parent_(replaying_for) {}
+  // Expects the parameter uses `other` counted too (the first run of a recomputed part).
+  void add_param_uses(const Tape& other);
+
   void record(Backward backward) { ops_.push_back(std::move(backward)); }
   // An op reads `x`: counted, so that backward knows whether x's gradient sums several parts.
   void consume(const Var& x) { ++x->consumers; }
@@ -87,6 +95,7 @@ class Tape {
   std::vector<Backward> ops_;
   std::vector<int> param_uses_;  // uses left in backward, by parameter index
   GradReadyHook grad_ready_;
+  Tape* parent_ = nullptr;
 };
 
 }  // namespace ht

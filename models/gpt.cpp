@@ -51,10 +51,13 @@ Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
   const DType dtype = ctx.params.working_dtype();
   Var x = embedding(ctx, tokens, wte_, wpe_);
   for (const Block& b : blocks_) {
-    const Var a = causal_attention(ctx, linear(ctx, layer_norm(ctx, x, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, spec_.n_head);
-    x = residual_add(ctx, x, linear(ctx, a, b.attn_proj));
-    const Var m = linear(ctx, linear(ctx, layer_norm(ctx, x, b.ln_2_weight, b.ln_2_bias, dtype), b.c_fc), b.mlp_proj);
-    x = residual_add(ctx, x, m);
+    const auto block = [&b, B, dtype, heads = spec_.n_head](OpContext& c, const Var& in) {
+      const Var a = causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads);
+      const Var mid = residual_add(c, in, linear(c, a, b.attn_proj));
+      const Var m = linear(c, linear(c, layer_norm(c, mid, b.ln_2_weight, b.ln_2_bias, dtype), b.c_fc), b.mlp_proj);
+      return residual_add(c, mid, m);
+    };
+    x = spec_.recompute_blocks ? recompute(ctx, x, block) : block(ctx, x);
   }
   const Var h = layer_norm(ctx, x, ln_f_weight_, ln_f_bias_, dtype);
   return linear(ctx, h, {wte_, -1, Activation::none});  // lm_head, tied to wte

@@ -15,7 +15,9 @@
 // llm.c's GPT-2 pad 50,257 to 50,304 so the lm_head GEMM tiles evenly: the padding rows are never
 // a token or a target, get no probability in the loss and no gradient from it (only weight
 // decay), and are drawn from a seed stream of their own, so a padded model's real weights and
-// losses are those of the unpadded one.
+// losses are those of the unpadded one. --recompute block keeps only each block's input for the
+// backward and runs the block again there (engine/ops.h's recompute): the same gradients, bit
+// for bit, for one more forward of the blocks.
 #pragma once
 
 #include "models/model.h"

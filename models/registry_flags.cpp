@@ -57,6 +57,11 @@ void add_model_flags(CLI::App* t, ModelSpec& spec) {
   t->add_option("--pad-vocab-to", spec.gpt.pad_vocab_to,
                 "gpt: round the vocabulary's rows up to a multiple of N (64: GPT-2's 50257 -> 50304); padding is never predicted")
       ->check(count);
+  t->add_option_function<std::string>(
+       "--recompute", [&spec](const std::string& v) { spec.gpt.recompute_blocks = v == "block"; },
+       "gpt: none | block (keep only each block's input for the backward, and run the block again there)")
+      ->check(CLI::IsMember({"none", "block"}))
+      ->default_str("none");
   t->add_option("--preset", spec.preset, "gpt: a GPT-2 shape (gpt2 = 12 layers, 12 heads, 768 wide, block 1024, vocabulary "
                 "padded to 64; gpt2-medium, gpt2-large, gpt2-xl); flags given beside it win")
       ->check(CLI::IsMember(preset_names()));
@@ -79,7 +84,8 @@ std::vector<RecipeFlag> preset_flags(const std::string& preset) {
 
 std::vector<ModelFlag> model_only_flags() {
   return {{"--hidden", "mlp"}, {"--activation", "mlp"}, {"--n-layer", "gpt"},      {"--n-head", "gpt"},
-          {"--n-embd", "gpt"}, {"--block-size", "gpt"}, {"--pad-vocab-to", "gpt"}, {"--preset", "gpt"}};
+          {"--n-embd", "gpt"}, {"--block-size", "gpt"}, {"--pad-vocab-to", "gpt"}, {"--preset", "gpt"},
+          {"--recompute", "gpt"}};
 }
 
 std::vector<RecipeFlag> recipe_flags(const std::string& kind) {

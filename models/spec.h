@@ -23,6 +23,8 @@ struct GptSpec {
   std::int64_t n_embd = 128;
   std::int64_t block_size = 64;
   std::int64_t pad_vocab_to = 1;  // wte's rows (and the logits) a multiple of this; 1: the vocabulary as it is
+  bool recompute_blocks = false;  // --recompute block: keep only each block's input for the backward
+                                  // (not in the config: the weights and gradients are the same either way)
 };
 
 struct ModelSpec {

@@ -145,3 +145,28 @@ TEST_CASE("gpt: a vocabulary padded to a multiple of 64 trains as the unpadded o
   CHECK(config.at("pad_vocab_to") == 64);
   fs::remove_all(root);
 }
+
+TEST_CASE("gpt: --recompute block trains bit for bit as without it (fp16, 2 micro-batches), every device", "[gpt][memory]") {
+  TrainConfig plain = gpt_config(Precision::fp16);
+  plain.model.gpt.n_layer = 2;
+  plain.accum_steps = 2;
+  plain.steps = 3;
+  TrainConfig again = plain;
+  again.model.gpt.recompute_blocks = true;
+  std::vector<DeviceChoice> devices = {DeviceChoice::cpu};
+  for (DeviceChoice d : gpu_devices()) devices.push_back(d);
+  for (DeviceChoice d : devices) {
+    INFO(static_cast<int>(d));
+    const TrainRun a = train_in_process(plain, d), b = train_in_process(again, d);
+    REQUIRE(a.summary.steps.size() == b.summary.steps.size());
+    for (std::size_t s = 0; s < a.summary.steps.size(); ++s) {
+      CHECK(std::bit_cast<std::uint32_t>(a.summary.steps[s].record.loss) == std::bit_cast<std::uint32_t>(b.summary.steps[s].record.loss));
+      CHECK(std::bit_cast<std::uint32_t>(a.summary.steps[s].record.grad_norm) ==
+            std::bit_cast<std::uint32_t>(b.summary.steps[s].record.grad_norm));
+    }
+    REQUIRE(a.master.size() == b.master.size());
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < a.master.size(); ++i) differing += std::bit_cast<std::uint32_t>(a.master[i]) != std::bit_cast<std::uint32_t>(b.master[i]);
+    CHECK(differing == 0);
+  }
+}

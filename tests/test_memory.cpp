@@ -73,3 +73,15 @@ TEST_CASE("memory: the GPT's activations kept for backward grow with the batch, 
   CHECK(b.peak() > b.persistent() + b.activations);  // the backward's temporaries come on top
   CHECK(a.state() == b.state());
 }
+
+TEST_CASE("memory: --recompute block keeps only the blocks' inputs for the backward", "[memory][gpt]") {
+  TrainConfig config = gpt_config(Precision::fp16);
+  config.model.gpt.n_layer = 4;
+  config.batch_size = 8;
+  const MemoryAccount plain = account(config, true).first;
+  config.model.gpt.recompute_blocks = true;
+  const MemoryAccount again = account(config, true).first;
+  // Kept: the embedding, each block's input and the logits, against every block's activations.
+  CHECK(again.activations * 3 < plain.activations);
+  CHECK(again.peak() < plain.peak());
+}
