@@ -8,6 +8,8 @@
 #      300 steps on Shakespeare in fp16 and bf16 (graph), its validation loss recomputed by
 #      PyTorch from the checkpoint, and a sample;
 #   4. every benchmark (halftape bench all) with PyTorch AMP's baseline beside it in the same run;
+#      and the roofline model's figure for this GPU (halftape profile, MODELLED on the emulator)
+#      beside the default GPT's measured step, so the first GPU calibrates the model;
 #   5. the report: gpu-report.md, bench.json, pytorch.json, log.txt and plots in $OUT (or
 #      ./gpu-report), ready to be committed as docs/benchmarks.md with the date and commit.
 set -uo pipefail
@@ -113,6 +115,17 @@ if [[ ${#failures[@]} -eq 0 ]]; then
     run "halftape bench all" 300 "$bin" bench all --device cuda --json "$out/bench.json"
   fi
   run "halftape bench allreduce (NCCL, one rank)" 60 "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
+
+  step "the model beside the measurement"
+  case "$gpu" in
+    *H200*) model_gpu=h200 ;; *H100*) model_gpu=h100 ;; *A100*) model_gpu=a100 ;; *) model_gpu= ;;
+  esac
+  if [[ -n $model_gpu ]]; then
+    run "halftape profile --gpu $model_gpu, the default GPT (MODELLED, on the emulator)" 180 "$bin" profile --gpu "$model_gpu" \
+      --model gpt --data "text:$corpus" --steps 1 --json "$out/profile.json"
+  else
+    say "skipped: the roofline model knows h200, h100 and a100, not '$gpu'"
+  fi
 fi
 
 step "report"
@@ -131,6 +144,24 @@ step "report"
   echo
   if [[ -s $out/gpt-fp16-eval.json ]]; then
     echo "GPT fp16, 300 steps: halftape's last validation loss $(grep -o '"val_loss": *[0-9.]*' "$out/gpt-fp16.jsonl" | tail -1 | grep -o '[0-9.]*$'); PyTorch recomputes $(grep -o '"val_loss": *[0-9.]*' "$out/gpt-fp16-eval.json" | grep -o '[0-9.]*$') from the checkpoint."
+    echo
+  fi
+  if [[ -s $out/profile.json && -s $out/bench.json ]]; then
+    echo "## The roofline model beside the measurement"
+    echo
+    /usr/bin/python3 - "$out/profile.json" "$out/bench.json" 2>>"$log" <<'PY' || echo "(the comparison failed: see log.txt)"
+import json, sys
+profile, bench = (json.load(open(p)) for p in sys.argv[1:])
+measured = [r for r in bench.get("results", []) if r.get("name") == "train step gpt 4x128 t64 b12 fp16"]
+modelled = profile["modelled_step_ms"]
+print(f"Default GPT (4 layers, 128 wide, block 64, batch 12), fp16 training step on {profile['gpu']['name']}:")
+if measured:
+    ms = measured[0]["median_ms"]
+    print(f"measured {ms:.3f} ms (halftape bench train, median); MODELLED {modelled:.3f} ms "
+          f"(roofline over the emulator's counters, bench/gpu_model.h): measured / modelled = {ms / modelled:.2f}")
+else:
+    print(f"MODELLED {modelled:.3f} ms; no measured step in bench.json to set beside it")
+PY
     echo
   fi
   reports=()
