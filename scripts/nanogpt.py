@@ -54,9 +54,12 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd):
+    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd, classes=None):
+        """vocab_size: the rows of wte (padded, as nanoGPT's 50304); classes: the real vocabulary,
+        the logits' first columns (llm.c's V beside Vp), the rest padding that is never predicted."""
         super().__init__()
         self.block_size = block_size
+        self.classes = classes or vocab_size
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab_size, n_embd),
             wpe=nn.Embedding(block_size, n_embd),
@@ -82,7 +85,7 @@ class GPT(nn.Module):
         x = self.transformer.wte(idx) + self.transformer.wpe(pos)
         for block in self.transformer.h:
             x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
+        logits = self.lm_head(self.transformer.ln_f(x))[..., :self.classes]
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
@@ -149,7 +152,8 @@ def load_halftape_gpt(checkpoint_dir):
     """A halftape --model gpt checkpoint as this GPT; returns (model, vocab)."""
     tensors, meta = read_safetensors(f"{checkpoint_dir}/model.safetensors")
     config = json.loads(meta["model"])
-    model = GPT(config["vocab_size"], config["block_size"], config["n_layer"], config["n_head"], config["n_embd"])
+    model = GPT(config.get("padded_vocab_size", config["vocab_size"]), config["block_size"], config["n_layer"], config["n_head"],
+                config["n_embd"], classes=config["vocab_size"])
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     assert missing == ["lm_head.weight"] and not unexpected, (missing, unexpected)  # lm_head is tied to wte
     return model, list(meta["vocab"])
