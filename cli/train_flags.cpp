@@ -207,6 +207,9 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   t->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take before the job is aborted")
       ->check(number_in(0.001, 1e7));
+  t->add_option("--zero", c.zero, "ZeRO stage under mpirun: 0 (each rank holds everything) | 1 (the optimizer state sharded "
+                "over the ranks, each updating its shard)")
+      ->check(CLI::Range(0, 2));
   t->add_option("--bucket-mb", f.bucket_mb, "allreduce bucket size (MiB)")->check(number_in(0.001, 1e6));
   t->add_option("--first-bucket-mb", f.first_bucket_mb, "size of the first (last layer's) bucket (MiB)")
       ->check(number_in(0.001, 1e6));

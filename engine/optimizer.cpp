@@ -5,13 +5,16 @@ namespace ht {
 std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
 
 Optimizer::Optimizer(Backend& backend, const ParamArena& params, const OptimizerConfig& config)
-    : backend_(backend), params_(params), config_(config) {
-  const Shape arena{params.size()};
+    : Optimizer(backend, params, config, params.shard(0, 1)) {}
+
+Optimizer::Optimizer(Backend& backend, const ParamArena& params, const OptimizerConfig& config, const ArenaShard& shard)
+    : backend_(backend), params_(params), config_(config), shard_(shard) {
+  const Shape state{shard.size()};
   if (config.kind == OptimizerKind::adamw) {
-    moment1_ = backend.zeros(arena, DType::f32);
-    moment2_ = backend.zeros(arena, DType::f32);
+    moment1_ = backend.zeros(state, DType::f32);
+    moment2_ = backend.zeros(state, DType::f32);
   } else if (config.sgd.momentum != 0.0f) {
-    moment1_ = backend.zeros(arena, DType::f32);
+    moment1_ = backend.zeros(state, DType::f32);
   }
 }
 
@@ -23,8 +26,9 @@ void Optimizer::step(const DeviceStepState* state) {
   base.grads = params_.grads().data_as<float>();
   base.moment1 = moment1_.data_as<float>();
   base.moment2 = moment2_.data_as<float>();
-  base.chunks = params_.chunk_table();
-  base.num_chunks = params_.num_chunks();
+  base.state_offset = shard_.begin;
+  base.chunks = params_.chunk_table() + shard_.first_chunk;
+  base.num_chunks = shard_.end_chunk - shard_.first_chunk;
   base.state = state;
   if (config_.kind == OptimizerKind::adamw) {
     backend_.adamw_step({base, config_.adamw});

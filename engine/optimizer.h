@@ -22,17 +22,24 @@ struct OptimizerConfig {
 
 class Optimizer {
  public:
+  // With a shard (ZeRO-1), the optimizer keeps state for the shard's elements only and updates
+  // only its chunks (their master, working copy and gradients); the rest of the arena is another
+  // rank's to update. Without one: the whole arena.
   Optimizer(Backend& backend, const ParamArena& params, const OptimizerConfig& config);
+  Optimizer(Backend& backend, const ParamArena& params, const OptimizerConfig& config, const ArenaShard& shard);
   void step(const DeviceStepState* state);  // one launch; a no-op update when found_inf is set
 
   const OptimizerConfig& config() const { return config_; }
-  // The optimizer's per-parameter state, arena-shaped: {"exp_avg", ...} or {"momentum_buffer"}.
+  const ArenaShard& shard() const { return shard_; }
+  bool sharded() const { return shard_.begin != 0 || shard_.end != params_.size(); }
+  // The optimizer's per-parameter state, shard-shaped: {"exp_avg", ...} or {"momentum_buffer"}.
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
 
  private:
   Backend& backend_;
   const ParamArena& params_;
   OptimizerConfig config_;
+  ArenaShard shard_;
   Tensor moment1_, moment2_;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/params.h"
 
+#include <algorithm>
+
 namespace ht {
 
 int ParamArena::add(std::string name, Shape shape, bool decay) {
@@ -18,6 +20,28 @@ void ParamArena::allocate(Backend& backend, DType working_dtype) {
   num_chunks_ = static_cast<std::int32_t>(table.size());
   chunk_table_ = backend.buffer(table.size() * sizeof(GradChunk));
   if (!table.empty()) backend.upload(chunk_table_.data(), table.data(), table.size() * sizeof(GradChunk));
+}
+
+ArenaShard ParamArena::shard(int rank, int world) const {
+  HT_ASSERT(world >= 1 && rank >= 0 && rank < world);
+  const std::vector<GradChunk> table = chunks(chunk_elements);
+  const auto n = static_cast<std::int32_t>(table.size());
+  // Rank r starts at the first chunk at or past r/world of the elements: shards as even as whole
+  // chunks (at most chunk_elements each) allow.
+  auto first_chunk_of = [&](int r) {
+    if (r >= world) return n;
+    const std::int64_t from = size_ / world * r + std::min<std::int64_t>(r, size_ % world);
+    return static_cast<std::int32_t>(std::lower_bound(table.begin(), table.end(), from,
+                                                      [](const GradChunk& c, std::int64_t v) { return c.begin < v; }) -
+                                     table.begin());
+  };
+  auto element_of = [&](std::int32_t c) { return c < n ? table[static_cast<std::size_t>(c)].begin : size_; };
+  ArenaShard s;
+  s.first_chunk = first_chunk_of(rank);
+  s.end_chunk = first_chunk_of(rank + 1);
+  s.begin = rank == 0 ? 0 : element_of(s.first_chunk);
+  s.end = rank + 1 == world ? size_ : element_of(s.end_chunk);
+  return s;
 }
 
 std::int64_t ParamArena::numel() const {

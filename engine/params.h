@@ -21,6 +21,14 @@ struct ParamInfo {
   bool decay = true;    // the optimizer's weight decay applies (nanoGPT: 2-D weights only)
 };
 
+// A ZeRO-1 rank's part of the arena: the chunks [first_chunk, end_chunk) of the chunk table
+// (whole parameters' slices, never split), elements [begin, end) (the padding between them too).
+struct ArenaShard {
+  std::int32_t first_chunk = 0, end_chunk = 0;
+  std::int64_t begin = 0, end = 0;
+  std::int64_t size() const { return end - begin; }
+};
+
 class ParamArena {
  public:
   static constexpr std::int64_t alignment = 128;  // elements; 512 B of fp32, keeps GEMM loads aligned
@@ -51,6 +59,9 @@ class ParamArena {
   // The chunks of chunk_elements, on the device (after allocate()).
   const GradChunk* chunk_table() const { return chunk_table_.data_as<GradChunk>(); }
   std::int32_t num_chunks() const { return num_chunks_; }
+  // Rank `rank` of `world`'s shard: the chunks split as evenly as whole chunks allow (the same on
+  // every device; a rank beyond the chunks gets an empty one). world 1: the whole arena.
+  ArenaShard shard(int rank, int world) const;
 
  private:
   Tensor view(const Tensor& arena, int i) const;

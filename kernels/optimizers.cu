@@ -9,13 +9,14 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// master, grads, moments: (arena) fp32; working: (arena) W, or unused when W is float (fp32
-// mode); chunks: (num_chunks), block b takes chunks b, b + grid, ...
+// master, grads: (arena) fp32; moments: fp32, element i of the arena at i - offset (a shard's);
+// working: (arena) W, or unused when W is float (fp32 mode); chunks: (num_chunks), block b takes
+// chunks b, b + grid, ...
 template <class W>
 __global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ master, W* __restrict__ working,
                                                        float* __restrict__ grads, float* __restrict__ m, float* __restrict__ v,
-                                                       const GradChunk* __restrict__ chunks, int num_chunks, AdamWConfig config,
-                                                       const DeviceStepState* __restrict__ state) {
+                                                       std::int64_t offset, const GradChunk* __restrict__ chunks, int num_chunks,
+                                                       AdamWConfig config, const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
   const AdamWStepConstants k = adamw_constants(config, control.lr, control.t);
   for (int c = blockIdx.x; c < num_chunks; c += gridDim.x) {
@@ -23,11 +24,11 @@ __global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ maste
     const float decay = chunk.decay ? config.weight_decay : 0.0f;
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
       if (!control.found_inf) {
-        float p = master[i], mi = m[i], vi = v[i];
+        float p = master[i], mi = m[i - offset], vi = v[i - offset];
         adamw_update(p, mi, vi, grads[i] * control.clip_coef, config, decay, k);
         master[i] = p;
-        m[i] = mi;
-        v[i] = vi;
+        m[i - offset] = mi;
+        v[i - offset] = vi;
         if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
       }
       grads[i] = 0.0f;
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ maste
 // As adamw_kernel; momentum is null when SGD runs without momentum.
 template <class W>
 __global__ void __launch_bounds__(kBlock) sgd_kernel(float* __restrict__ master, W* __restrict__ working,
-                                                     float* __restrict__ grads, float* __restrict__ momentum,
+                                                     float* __restrict__ grads, float* __restrict__ momentum, std::int64_t offset,
                                                      const GradChunk* __restrict__ chunks, int num_chunks, SgdConfig config,
                                                      const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
@@ -47,10 +48,10 @@ __global__ void __launch_bounds__(kBlock) sgd_kernel(float* __restrict__ master,
     const float decay = chunk.decay ? config.weight_decay : 0.0f;
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
       if (!control.found_inf) {
-        float p = master[i], buf = momentum ? momentum[i] : 0.0f;
+        float p = master[i], buf = momentum ? momentum[i - offset] : 0.0f;
         sgd_update(p, buf, grads[i] * control.clip_coef, config, decay, control.lr, control.t);
         master[i] = p;
-        if (momentum) momentum[i] = buf;
+        if (momentum) momentum[i - offset] = buf;
         if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);
       }
       grads[i] = 0.0f;
@@ -65,8 +66,8 @@ void launch_adamw_step(const AdamWArgs& a, const Stream& s) {
   const LaunchConfig cfg{static_cast<unsigned>(a.num_chunks), kBlock};
   dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
     using W = typename decltype(tag)::type;
-    HT_LAUNCH(adamw_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.moment2, a.chunks,
-              a.num_chunks, a.config, a.state);
+    HT_LAUNCH(adamw_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.moment2, a.state_offset,
+              a.chunks, a.num_chunks, a.config, a.state);
   });
 }
 
@@ -75,8 +76,8 @@ void launch_sgd_step(const SgdArgs& a, const Stream& s) {
   const LaunchConfig cfg{static_cast<unsigned>(a.num_chunks), kBlock};
   dispatch(a.working ? a.working_dtype : DType::f32, [&](auto tag) {
     using W = typename decltype(tag)::type;
-    HT_LAUNCH(sgd_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.chunks, a.num_chunks,
-              a.config, a.state);
+    HT_LAUNCH(sgd_kernel<W>, cfg, s, a.master, static_cast<W*>(a.working), a.grads, a.moment1, a.state_offset, a.chunks,
+              a.num_chunks, a.config, a.state);
   });
 }
 

@@ -32,8 +32,9 @@ struct OptimizerArgs {
   void* working = nullptr;     // (n) working dtype, or nullptr in fp32 mode (master is the working copy)
   DType working_dtype = DType::f32;
   float* grads = nullptr;      // (n) fp32, zeroed
-  float* moment1 = nullptr;    // (n) fp32: SGD momentum buffer / Adam m
-  float* moment2 = nullptr;    // (n) fp32: Adam v (unused by SGD)
+  float* moment1 = nullptr;    // (n - state_offset...) fp32: SGD momentum buffer / Adam m
+  float* moment2 = nullptr;    // (...) fp32: Adam v (unused by SGD)
+  std::int64_t state_offset = 0;  // the moments hold arena elements [state_offset, ...): a ZeRO-1 shard's
   const GradChunk* chunks = nullptr;  // (num_chunks) the arena's parameters, a decay flag each
   std::int32_t num_chunks = 0;
   const DeviceStepState* state = nullptr;  // reads control

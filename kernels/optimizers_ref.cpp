@@ -44,9 +44,10 @@ void sgd_step_ref(const SgdArgs& a) {
   const StepControl& control = a.state->control;
   float* __restrict master = a.master;
   float* __restrict momentum = a.moment1;
+  const std::int64_t offset = a.state_offset;
   optimizer_pass(a, [&](std::int64_t i, float g, bool decay) {
     float unused = 0;
-    return sgd_update(master[i], momentum ? momentum[i] : unused, g, a.config, decay ? a.config.weight_decay : 0.0f,
+    return sgd_update(master[i], momentum ? momentum[i - offset] : unused, g, a.config, decay ? a.config.weight_decay : 0.0f,
                       control.lr, control.t);
   });
 }
@@ -57,8 +58,9 @@ void adamw_step_ref(const AdamWArgs& a) {
   float* __restrict master = a.master;
   float* __restrict m = a.moment1;
   float* __restrict v = a.moment2;
+  const std::int64_t offset = a.state_offset;
   optimizer_pass(a, [=](std::int64_t i, float g, bool decay) {
-    return adamw_update(master[i], m[i], v[i], g, c, decay ? c.weight_decay : 0.0f, k);
+    return adamw_update(master[i], m[i - offset], v[i - offset], g, c, decay ? c.weight_decay : 0.0f, k);
   });
 }
 

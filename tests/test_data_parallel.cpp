@@ -28,6 +28,8 @@ struct DistributedRun {
   std::vector<float> master;
   ReducerStats reducer;
   CommStats comm;
+  std::vector<std::pair<std::string, std::vector<float>>> optimizer;  // the whole arena's (gathered)
+  MemoryAccount memory;
 };
 
 // Trains `steps` steps on every rank of the world (no evaluation), step by step.
@@ -42,6 +44,8 @@ DistributedRun train_distributed(const TrainConfig& c, DeviceChoice device, std:
   run.comm = comm->stats();
   run.reducer = trainer.reducer()->stats();
   run.master = download<float>(*backend, trainer.params().master());
+  run.optimizer = trainer.snapshot().optimizer;
+  run.memory = trainer.memory();
   return run;
 }
 
@@ -291,4 +295,66 @@ TEST_CASE("data parallel: --recompute block gives the same weights bit for bit, 
     CHECK(std::memcmp(plain.master.data(), again.master.data(), plain.master.size() * sizeof(float)) == 0);
     CHECK(identical_across_ranks(again.master));
   }
+}
+
+TEST_CASE("ZeRO-1: --zero 1 trains bit for bit as --zero 0, with an overflow and clipping, holding 1/N of the optimizer state", "[mpi]") {
+  const int world = g_world->size();
+  struct Case { bool gpt; OptimizerKind kind; std::int64_t steps; };
+  for (DeviceChoice d : cpu_and_simt())
+    for (Case k : {Case{false, OptimizerKind::adamw, 20}, Case{false, OptimizerKind::sgd, 20}, Case{true, OptimizerKind::adamw, 5}}) {
+      TrainConfig c = k.gpt ? gpt_config(Precision::fp16) : dp_config(world);
+      c.precision = Precision::fp16;
+      c.optimizer.kind = k.kind;
+      c.clip_grad_norm = 0.5f;
+      if (world > 1) c.inject_overflow = parse_overflow_injections("3:1");  // rank 1's overflow: every rank skips step 3
+      const DistributedRun plain = train_distributed(c, d, k.steps);
+      c.zero = 1;
+      const DistributedRun sharded = train_distributed(c, d, k.steps);
+      INFO("device " << static_cast<int>(d) << ", world " << world << (k.gpt ? ", gpt " : ", mlp ") << optimizer_name(k.kind));
+      REQUIRE(plain.master.size() == sharded.master.size());
+      CHECK(std::memcmp(plain.master.data(), sharded.master.data(), plain.master.size() * sizeof(float)) == 0);
+      CHECK(identical_across_ranks(sharded.master));
+      REQUIRE(plain.optimizer.size() == sharded.optimizer.size());
+      for (std::size_t i = 0; i < plain.optimizer.size(); ++i) CHECK(plain.optimizer[i].second == sharded.optimizer[i].second);
+      // The state a rank holds: its shard, at most one chunk over an even split.
+      const auto kinds = static_cast<std::size_t>(plain.optimizer.size());
+      const std::size_t even = static_cast<std::size_t>(sharded.memory.parameters) / static_cast<std::size_t>(world);
+      CHECK(sharded.memory.optimizer <= kinds * (even + ParamArena::chunk_elements) * sizeof(float));
+      CHECK(plain.memory.optimizer == kinds * static_cast<std::size_t>(plain.memory.parameters) * sizeof(float));
+    }
+}
+
+TEST_CASE("ZeRO-1: a checkpoint saved with --zero 1 resumes bit for bit with --zero 1 and with --zero 0", "[mpi]") {
+  char name[256] = {};
+  if (g_world->rank() == 0)
+    std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-zero-resume").string().c_str());
+  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+  const std::string root = name;
+  auto run = [&](TrainConfig c) {
+    auto backend = make_backend(DeviceChoice::cpu);
+    auto comm = make_mpi_communicator(*g_world, 60.0);
+    const DataSplit data = load_data(c.data, c.synthetic);
+    Trainer trainer(c, *backend, *comm, data, nullptr);
+    trainer.run();
+    return download<float>(*backend, trainer.params().master());
+  };
+  TrainConfig c = dp_config(g_world->size());
+  c.precision = Precision::fp16;
+  c.optimizer.kind = OptimizerKind::adamw;
+  c.zero = 1;
+  c.steps = 10;
+  const std::vector<float> straight = run(c);
+  TrainConfig first = c;
+  first.stop_after = 5;
+  first.save_dir = root;
+  run(first);
+  for (int stage : {1, 0}) {
+    TrainConfig second = c;
+    second.zero = stage;
+    second.resume = root;
+    INFO("resumed with --zero " << stage);
+    CHECK(run(second) == straight);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_world->rank() == 0) std::filesystem::remove_all(root);
 }

@@ -95,7 +95,12 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   }
 
   scaler_ = std::make_unique<LossScaler>(backend, params_, config_.scaler, config_.precision == Precision::fp16);
-  optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
+  if (config_.zero >= 1 && comm.world_size() > 1) {
+    for (int r = 0; r < comm.world_size(); ++r) shards_.push_back(params_.shard(r, comm.world_size()));
+    optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer, shards_[static_cast<std::size_t>(comm.rank())]);
+  } else {
+    optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
+  }
 
   StepLogConfig lc;
   lc.log_every = config_.log_every;
@@ -212,10 +217,47 @@ void Trainer::queue_step(bool inject_overflow) {
   scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip
   if (comm_.world_size() > 1) comm_.allreduce(scaler_->found_inf(), 1, CommDType::i32, ReduceOp::max);
-  // optimizer: skipped on the device when any gradient was non-finite
+  // optimizer: skipped on the device when any gradient was non-finite (ZeRO-1: this rank's shard)
   scaler_->step(*optimizer_);
+  if (!shards_.empty()) share_updated_shards();
   // scaler update: back off or grow, and write this step's record
   scaler_->update(log_->record_ring(), log_->ring_slots());
+}
+
+namespace {
+// Sends `count` floats at `data` from `root` to every rank, in pieces MPI's int counts allow.
+void broadcast_floats(Communicator& comm, float* data, std::int64_t count, int root) {
+  constexpr std::int64_t kPiece = std::int64_t{1} << 28;  // floats: 1 GiB
+  for (std::int64_t at = 0; at < count; at += kPiece)
+    comm.broadcast(data + at, static_cast<std::size_t>(std::min(kPiece, count - at)) * sizeof(float), root);
+}
+}  // namespace
+
+void Trainer::share_updated_shards() {
+  float* master = params_.master().data_as<float>();
+  for (std::size_t r = 0; r < shards_.size(); ++r) broadcast_floats(comm_, master + shards_[r].begin, shards_[r].size(), static_cast<int>(r));
+  params_.refresh_working_copy(backend_);
+  const ArenaShard& mine = optimizer_->shard();
+  float* grads = params_.grads().data_as<float>();
+  backend_.fill({grads, mine.begin, 0.0f});
+  backend_.fill({grads + mine.end, params_.size() - mine.end, 0.0f});
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::full_optimizer_state() const {
+  std::vector<std::pair<std::string, std::vector<float>>> out;
+  for (const auto& [kind, tensor] : optimizer_->state_tensors()) {
+    if (shards_.empty()) {
+      out.emplace_back(kind, download<float>(backend_, tensor));
+      continue;
+    }
+    const Tensor full = backend_.zeros(Shape{params_.size()}, DType::f32);
+    const ArenaShard& mine = optimizer_->shard();
+    backend_.cast({tensor.data(), DType::f32, full.data_as<float>() + mine.begin, DType::f32, mine.size()});
+    for (std::size_t r = 0; r < shards_.size(); ++r)
+      broadcast_floats(comm_, full.data_as<float>() + shards_[r].begin, shards_[r].size(), static_cast<int>(r));
+    out.emplace_back(kind, download<float>(backend_, full));
+  }
+  return out;
 }
 
 EvalResult Trainer::evaluate() {
@@ -244,7 +286,7 @@ CheckpointState Trainer::snapshot() const {
   s.params = params_.params();
   s.arena_size = params_.size();
   s.master = download<float>(backend_, params_.master());
-  for (const auto& [kind, tensor] : optimizer_->state_tensors()) s.optimizer.emplace_back(kind, download<float>(backend_, tensor));
+  s.optimizer = full_optimizer_state();
   s.step_state = scaler_->read_state();
   s.step = steps_done_;
   s.config = run_identity();
@@ -318,10 +360,17 @@ void Trainer::restore(const CheckpointState& s) {
            s.step, what);
   const auto state_tensors = optimizer_->state_tensors();
   HT_CHECK(s.optimizer.size() == state_tensors.size(), "{}: the optimizer state differs", what);
+  for (const auto& [kind, values] : s.optimizer)
+    HT_CHECK(static_cast<std::int64_t>(values.size()) == params_.size(), "{}: the optimizer state '{}' has {} elements, the "
+             "arena {}", what, kind, values.size(), params_.size());
   // Everything checked: now change state.
   upload(backend_, params_.master(), s.master);
   params_.refresh_working_copy(backend_);
-  for (std::size_t i = 0; i < s.optimizer.size(); ++i) upload(backend_, state_tensors[i].second, s.optimizer[i].second);
+  const ArenaShard& mine = optimizer_->shard();  // the whole arena, or this rank's part of it
+  for (std::size_t i = 0; i < s.optimizer.size(); ++i) {
+    backend_.upload(state_tensors[i].second.data(), s.optimizer[i].second.data() + mine.begin,
+                    static_cast<std::size_t>(mine.size()) * sizeof(float));
+  }
   DeviceStepState d = s.step_state;
   d.control = StepControl{};
   d.step_loss = 0;

@@ -78,6 +78,12 @@ class Trainer {
  private:
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes);
+  // ZeRO-1: every rank updated its own shard of the master weights; each shard goes to every
+  // rank, the working copy follows, and the gradients the optimizer did not zero are zeroed.
+  void share_updated_shards();
+  // The optimizer state of the whole arena on this rank (gathered from the shards under ZeRO-1):
+  // what checkpoints hold, whatever the stage and the number of ranks.
+  std::vector<std::pair<std::string, std::vector<float>>> full_optimizer_state() const;
   // Stops the run (a CollectiveError, every rank at the same step; a checkpoint first with
   // --save) on --max-consecutive-skips skipped steps in a row, or on a non-finite loss where no
   // loss scaler can skip it; looks at every step read back since the last call.
@@ -107,6 +113,7 @@ class Trainer {
   std::int64_t start_step_ = 0;       // where this run began (the resumed step, or 0)
   std::int64_t checked_through_ = 0;  // check_health has looked at every step up to here
   std::unique_ptr<StepLog> log_;
+  std::vector<ArenaShard> shards_;       // ZeRO-1: every rank's shard, by rank (empty without sharding)
   MemoryAccount memory_;
   std::size_t memory_base_ = 0;          // allocator bytes in use before the trainer allocated anything
   bool measuring_step_ = false;          // the step being queued is the one the account measures
