@@ -45,6 +45,12 @@ class Communicator {
   virtual std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // The sharding collectives (ZeRO), `count` elements a rank, separate send and receive buffers:
+  //   reduce_scatter: send (world × count) -> recv (count): rank r gets block r of the reduction;
+  //   all_gather:     send (count) -> recv (world × count): every rank's block, in rank order.
+  // A transport without them (a single process) says so.
+  virtual void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op);
+  virtual void all_gather(const void* send, void* recv, std::int64_t count, CommDType type);
 
   // The control plane: host-side collectives for decisions every rank takes together (start-up
   // checks, stopping on a signal). They wait for no device work; a rank that does not arrive

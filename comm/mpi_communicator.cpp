@@ -66,31 +66,25 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
-    HT_CHECK(count <= INT32_MAX, "MPI allreduce of {} elements: more than MPI's int count allows", count);
-    HT_CHECK(op != ReduceOp::avg || type == CommDType::f32, "allreduce avg is for fp32 (divide before a 16-bit sum)");
-    MPI_Datatype dtype = MPI_FLOAT;
-    MPI_Op mop = MPI_SUM;
-    switch (type) {
-      case CommDType::f32: dtype = MPI_FLOAT; break;
-      case CommDType::i32: dtype = MPI_INT32_T; break;
-      case CommDType::f16: dtype = MPI_UINT16_T; mop = f16_sum_; break;
-      case CommDType::bf16: dtype = MPI_UINT16_T; mop = bf16_sum_; break;
-    }
-    if (op == ReduceOp::max) {
-      HT_CHECK(type == CommDType::f32 || type == CommDType::i32, "allreduce max is for fp32 and int32");
-      mop = MPI_MAX;
-    }
+    const auto [dtype, mop] = reduction("allreduce", count, type, op);
     count_allreduce(count, type);
     MPI_Request request = MPI_REQUEST_NULL;
     HT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), dtype, mop, comm_, &request));
-    std::function<void()> after;
-    if (op == ReduceOp::avg) {
-      after = [data, count, n = world_size()] {
-        auto* f = static_cast<float*>(data);
-        for (std::int64_t i = 0; i < count; ++i) f[i] /= static_cast<float>(n);
-      };
-    }
-    return std::make_unique<MpiRequest>(*this, request, fmt::format("allreduce of {} elements", count), std::move(after));
+    return std::make_unique<MpiRequest>(*this, request, fmt::format("allreduce of {} elements", count), averaging(data, count, op));
+  }
+
+  void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op) override {
+    const auto [dtype, mop] = reduction("reduce-scatter", count, type, op);
+    MPI_Request request = MPI_REQUEST_NULL;
+    HT_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), dtype, mop, comm_, &request));
+    MpiRequest(*this, request, fmt::format("reduce-scatter of {} elements a rank", count), averaging(recv, count, op)).wait();
+  }
+
+  void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
+    const MPI_Datatype dtype = reduction("all-gather", count, type, ReduceOp::sum).first;
+    MPI_Request request = MPI_REQUEST_NULL;
+    HT_MPI_CHECK(MPI_Iallgather(send, static_cast<int>(count), dtype, recv, static_cast<int>(count), dtype, comm_, &request));
+    MpiRequest(*this, request, fmt::format("all-gather of {} elements a rank", count), nullptr).wait();
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
@@ -115,6 +109,33 @@ class MpiCommunicator final : public Communicator {
   int allreduce_max(int value, const std::string& what) override { return world_.allreduce_max(value, timeout_, what); }
 
  private:
+  // MPI's type and operation for a reduction of `count` elements of `type` (what: for errors).
+  std::pair<MPI_Datatype, MPI_Op> reduction(const char* what, std::int64_t count, CommDType type, ReduceOp op) const {
+    HT_CHECK(count <= INT32_MAX, "MPI {} of {} elements: more than MPI's int count allows", what, count);
+    HT_CHECK(op != ReduceOp::avg || type == CommDType::f32, "{} avg is for fp32 (divide before a 16-bit sum)", what);
+    MPI_Datatype dtype = MPI_FLOAT;
+    MPI_Op mop = MPI_SUM;
+    switch (type) {
+      case CommDType::f32: dtype = MPI_FLOAT; break;
+      case CommDType::i32: dtype = MPI_INT32_T; break;
+      case CommDType::f16: dtype = MPI_UINT16_T; mop = f16_sum_; break;
+      case CommDType::bf16: dtype = MPI_UINT16_T; mop = bf16_sum_; break;
+    }
+    if (op == ReduceOp::max) {
+      HT_CHECK(type == CommDType::f32 || type == CommDType::i32, "{} max is for fp32 and int32", what);
+      mop = MPI_MAX;
+    }
+    return {dtype, mop};
+  }
+  // avg: MPI sums, then the result is divided by the ranks (fp32 only).
+  std::function<void()> averaging(void* data, std::int64_t count, ReduceOp op) const {
+    if (op != ReduceOp::avg) return nullptr;
+    return [data, count, n = world_size()] {
+      auto* f = static_cast<float*>(data);
+      for (std::int64_t i = 0; i < count; ++i) f[i] /= static_cast<float>(n);
+    };
+  }
+
   const MpiWorld& world_;
   double timeout_;
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -138,6 +138,16 @@ class NcclCommunicator final : public Communicator {
     track(compute_, fmt::format("broadcast of {} bytes", bytes));
   }
 
+  void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op) override {
+    HT_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
+    track(compute_, fmt::format("reduce-scatter of {} elements a rank", count));
+  }
+
+  void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
+    HT_NCCL_CHECK(ncclAllGather(send, recv, static_cast<std::size_t>(count), nccl_type(type), comm_, compute_));
+    track(compute_, fmt::format("all-gather of {} elements a rank", count));
+  }
+
   void barrier() override {
     HT_CUDA_CHECK(cudaStreamSynchronize(compute_));
     if (world_) world_->allreduce_max(0, timeout_, "barrier");

@@ -358,3 +358,26 @@ TEST_CASE("ZeRO-1: a checkpoint saved with --zero 1 resumes bit for bit with --z
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_world->rank() == 0) std::filesystem::remove_all(root);
 }
+
+TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (sum, avg; fp32, int32)", "[mpi]") {
+  const int world = g_world->size(), rank = g_world->rank();
+  auto comm = make_mpi_communicator(*g_world, 60.0);
+  constexpr std::int64_t count = 5;  // a rank
+  auto value = [](int r, std::int64_t i) { return static_cast<float>(1000 * r + i); };
+  std::vector<float> send(static_cast<std::size_t>(count * world)), recv(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count * world; ++i) send[static_cast<std::size_t>(i)] = value(rank, i);
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+    comm->reduce_scatter(send.data(), recv.data(), count, CommDType::f32, op);
+    for (std::int64_t i = 0; i < count; ++i) {
+      float want = 0;
+      for (int r = 0; r < world; ++r) want += value(r, rank * count + i);
+      if (op == ReduceOp::avg) want /= static_cast<float>(world);
+      CHECK(recv[static_cast<std::size_t>(i)] == want);
+    }
+  }
+  std::vector<std::int32_t> mine(count), all(static_cast<std::size_t>(count * world), -1);
+  for (std::int64_t i = 0; i < count; ++i) mine[static_cast<std::size_t>(i)] = 100 * rank + static_cast<std::int32_t>(i);
+  comm->all_gather(mine.data(), all.data(), count, CommDType::i32);
+  for (int r = 0; r < world; ++r)
+    for (std::int64_t i = 0; i < count; ++i) CHECK(all[static_cast<std::size_t>(r * count + i)] == 100 * r + i);
+}
