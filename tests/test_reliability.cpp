@@ -179,7 +179,7 @@ TEST_CASE("corrupt checkpoints are refused with the file and the field named, an
     TrainConfig batch = small_config(Precision::fp16);
     batch.batch_size = 16;
     Trainer t2(batch, *backend, *comm, data, nullptr);
-    CHECK_THROWS_WITH(t2.restore(s), Catch::Contains("batch_size 32, this run has 16"));
+    CHECK_THROWS_WITH(t2.restore(s), Catch::Contains("global batch is 32 (batch_size 32 x accum_steps 1 x 1 ranks), this run's 16"));
     TrainConfig precision = small_config(Precision::bf16);
     Trainer t3(precision, *backend, *comm, data, nullptr);
     CHECK_THROWS_WITH(t3.restore(s), Catch::Contains(R"(precision "fp16", this run has "bf16")"));

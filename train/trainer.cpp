@@ -337,23 +337,45 @@ void Trainer::restore(const CheckpointState& s) {
   const nlohmann::json identity = run_identity();
   const std::vector<ParamInfo>& params = params_.params();
   const std::string what = config_.resume.empty() ? std::string("checkpoint") : "--resume " + config_.resume;
-  for (const char* key : {"model", "precision", "optimizer", "optimizer_state", "seed", "batch_size", "accum_steps",
-                          "world_size", "data", "params"}) {
+  for (const char* key : {"model", "precision", "optimizer", "optimizer_state", "seed", "data", "params"})
     HT_CHECK(s.config.contains(key), "{}: the checkpoint's config lacks '{}'", what, key);
+  for (const char* key : {"batch_size", "accum_steps", "world_size"})
+    HT_CHECK(s.config.contains(key) && s.config[key].is_number_integer() && s.config[key].get<std::int64_t>() >= 1,
+             "{}: the checkpoint's config lacks '{}' (a count)", what, key);
+  for (const char* key : {"model", "precision", "optimizer", "optimizer_state", "seed", "data", "params"})
     HT_CHECK(s.config[key] == identity[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
              s.config[key].dump(), identity[key].dump());
-  }
+  // The batch: what must match is the global one (batch × accumulation × ranks). A step reads the
+  // same windows (or samples) however the ranks split it (data/batches.cpp), and the checkpoint
+  // holds the whole state (gathered under ZeRO-1), so a run resumes on another number of ranks.
+  struct GlobalBatch {
+    std::int64_t batch, accum, ranks;
+    std::int64_t total() const { return batch * accum * ranks; }
+    std::string describe() const { return fmt::format("{} (batch_size {} x accum_steps {} x {} ranks)", total(), batch, accum, ranks); }
+  };
+  auto global_batch = [](const nlohmann::json& c) {
+    return GlobalBatch{c["batch_size"].get<std::int64_t>(), c["accum_steps"].get<std::int64_t>(), c["world_size"].get<std::int64_t>()};
+  };
+  const GlobalBatch saved = global_batch(s.config), here = global_batch(identity);
+  HT_CHECK(saved.total() == here.total(), "{}: the checkpoint's global batch is {}, this run's {}", what, saved.describe(),
+           here.describe());
   HT_CHECK(s.params.size() == params.size(), "{}: the checkpoint has {} tensors, the model {}", what, s.params.size(),
            params.size());
   for (std::size_t i = 0; i < s.params.size(); ++i)
     HT_CHECK(s.params[i].name == params[i].name && s.params[i].shape == params[i].shape,
              "{}: tensor '{}' is {} in the checkpoint, the model has '{}' {}", what, s.params[i].name,
              s.params[i].shape.to_string(), params[i].name, params[i].shape.to_string());
-  HT_CHECK(static_cast<int>(s.ranks.size()) == comm_.world_size(), "{}: written by {} ranks, this run has {}", what,
-           s.ranks.size(), comm_.world_size());
-  const nlohmann::json& me = s.ranks[static_cast<std::size_t>(comm_.rank())];
-  HT_CHECK(me.value("rank", -1) == comm_.rank() && me.value("step", std::int64_t{-1}) == s.step,
-           "{}: rank-{}.json does not describe rank {} at step {}", what, comm_.rank(), comm_.rank(), s.step);
+  HT_CHECK(static_cast<std::int64_t>(s.ranks.size()) == saved.ranks, "{}: written by {} ranks, its config says {}", what,
+           s.ranks.size(), saved.ranks);
+  for (std::size_t r = 0; r < s.ranks.size(); ++r)
+    HT_CHECK(s.ranks[r].value("rank", -1) == static_cast<int>(r) && s.ranks[r].value("step", std::int64_t{-1}) == s.step,
+             "{}: rank-{}.json does not describe rank {} at step {}", what, r, r, s.step);
+  // On another number of ranks the epochs must still fall at the same steps (a sample set that
+  // divides evenly by both; a text's windows always do).
+  HT_CHECK(s.ranks[0].value("epoch", std::int64_t{-1}) == s.step / steps_per_epoch_,
+           "{}: saved at step {} of epoch {}, but {} ranks make it epoch {} ({} steps an epoch): the data set does not split "
+           "alike over {} and {} ranks", what, s.step, s.ranks[0].value("epoch", std::int64_t{-1}), comm_.world_size(),
+           s.step / steps_per_epoch_, steps_per_epoch_, saved.ranks, comm_.world_size());
   HT_CHECK(s.step <= total_steps_, "{}: the checkpoint is at step {}, beyond --steps {}", what, s.step, total_steps_);
   HT_CHECK(!config_.stop_after || *config_.stop_after >= s.step,
            "--stop-after {} is before the step this run resumes from ({}, {}): nothing to run", config_.stop_after.value_or(0),
