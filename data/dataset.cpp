@@ -64,7 +64,8 @@ std::string data_identity(const DataSplit& d) {
     for (const std::vector<std::int32_t>* part : {&d.text.train, &d.text.val})
       crc = crc_of(crc, part->data(), part->size() * sizeof(std::int32_t));
     if (d.text.vocab.empty())  // token files
-      return fmt::format("tokens: {} train and {} val, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
+      return fmt::format("{}: {} train and {} val, a vocabulary of {}, crc32 {:08x}",  // (checkpoints compare this)
+                         d.text.vocab_size == kGpt2Vocab ? "GPT-2 tokens" : "tokens", d.text.train.size(),
                          d.text.val.size(), d.text.vocab_size, crc);
     return fmt::format("text of {} train and {} val characters, a vocabulary of {}, crc32 {:08x}", d.text.train.size(),
                        d.text.val.size(), d.text.vocab.size(), crc);
@@ -80,7 +81,7 @@ std::string data_identity(const DataSplit& d) {
 std::string DataSplit::describe() const {
   if (is_text())
     return fmt::format("{} ({} train / {} val {}, a vocabulary of {})", name, text.train.size(), text.val.size(),
-                       text.vocab.empty() ? "tokens" : "characters", text.vocab.empty() ? text.vocab_size : std::ssize(text.vocab));
+                       text.vocab.empty() ? (text.vocab_size == kGpt2Vocab ? "GPT-2 tokens" : "tokens") : "characters", text.vocab.empty() ? text.vocab_size : std::ssize(text.vocab));
   return fmt::format("{} ({} train / {} test samples)", name, train.samples, test.samples);
 }
 

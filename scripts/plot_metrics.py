@@ -51,6 +51,8 @@ def main():
     path = sys.argv[1]
     steps, evals = [], []
     for n, record in read_records(path):
+        if record.get("event") == "memory":  # the memory account, once a run: nothing to plot
+            continue
         if record.get("event") == "eval":
             if "step" not in record:
                 fail(f"{path}:{n}: an eval record without 'step'")

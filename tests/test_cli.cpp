@@ -172,7 +172,7 @@ TEST_CASE("token files of another vocabulary: --vocab-size 257 (bytes), padded t
   fs::remove_all(dir);
 }
 
-TEST_CASE("flag --preset names GPT-2's shapes; flags beside it win; the MLP refuses it", "[cli][gpt]") {
+TEST_CASE("flag --preset names GPT-2's shapes - flags beside it win - the MLP refuses it", "[cli][gpt]") {
   // --steps 0 with --eval-windows 1: init and one evaluation, enough to print the model.
   const Result r = run_halftape("train --model gpt --preset gpt2 --n-layer 1 --block-size 32 --steps 0 --eval-windows 1 "
                                 "--eval-batch-size 1 --no-progress");

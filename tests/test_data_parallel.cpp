@@ -359,7 +359,7 @@ TEST_CASE("ZeRO-1: a checkpoint saved with --zero 1 resumes bit for bit with --z
   if (g_world->rank() == 0) std::filesystem::remove_all(root);
 }
 
-TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (sum, avg; fp32, int32)", "[mpi]") {
+TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (sum, avg - fp32, int32)", "[mpi]") {
   const int world = g_world->size(), rank = g_world->rank();
   auto comm = make_mpi_communicator(*g_world, 60.0);
   constexpr std::int64_t count = 5;  // a rank

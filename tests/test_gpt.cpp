@@ -107,7 +107,7 @@ TEST_CASE("gpt: the checkpoint has nanoGPT's names and shapes, the tied table on
   fs::remove_all(root);
 }
 
-TEST_CASE("gpt: a vocabulary padded to a multiple of 64 trains as the unpadded one; the padding is never predicted nor learnt", "[gpt]") {
+TEST_CASE("gpt: a vocabulary padded to a multiple of 64 trains as the unpadded one - the padding is never predicted nor learnt", "[gpt]") {
   const fs::path root = unique_temp_path("halftape-gpt-padded");
   TrainConfig plain = gpt_config(Precision::fp32);
   TrainConfig padded = plain;

@@ -98,7 +98,7 @@ TEST_CASE("fp32 and bf16 use no loss scaling", "[training]") {
   }
 }
 
-TEST_CASE("flag --metrics writes one JSON record per step and one per evaluation", "[training]") {
+TEST_CASE("flag --metrics writes the memory account, one JSON record per step and one per evaluation", "[training]") {
   TrainConfig c = small_config(Precision::fp16);
   c.steps = 5;
   c.metrics_path = unique_temp_path("halftape-metrics").string();
@@ -108,7 +108,13 @@ TEST_CASE("flag --metrics writes one JSON record per step and one per evaluation
   std::vector<nlohmann::json> records;
   for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
   std::filesystem::remove(c.metrics_path);
-  REQUIRE(records.size() == 6);
+  REQUIRE(records.size() == 7);
+  // First the memory account, written when the first step is queued (train/memory_account.h).
+  REQUIRE(records[0].contains("memory"));
+  CHECK(records[0]["event"] == "memory");
+  for (const char* key : {"parameters", "master_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes", "peak_bytes"})
+    CHECK(records[0]["memory"].contains(key));
+  records.erase(records.begin());
   for (int i = 0; i < 5; ++i) {
     const auto& r = records[static_cast<std::size_t>(i)];
     for (const char* key : {"step", "epoch", "loss", "loss_scale", "grad_norm", "skipped", "lr", "samples_per_s"})

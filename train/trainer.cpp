@@ -180,7 +180,7 @@ void Trainer::train_step(std::int64_t step) {
       memory_.measured_step = true;
       measuring_step_ = false;
       log_->message(memory_.describe());
-      log_->metrics_record(nlohmann::json{{"memory", memory_.to_json()}}.dump());
+      log_->metrics_record(nlohmann::json{{"event", "memory"}, {"step", step}, {"memory", memory_.to_json()}}.dump());
     }
   }
   log_->step_queued(step, epoch + 1);

@@ -27,9 +27,10 @@ expect "a FIFO as the data directory" 10 nonzero "--data idx:$work/fifo-dir: .* 
 expect "a FIFO as a data file" 10 nonzero "train-images-idx3-ubyte: not a regular file" "$bin" train --data "idx:$work/idx" --steps 1
 
 # plot_metrics.py: a last line cut short is skipped with a warning; other problems are one line.
+# (the file: the memory account, 6 steps, the evaluation: 8 lines)
 expect "metrics for plotting" 60 0 "done: 6 steps" "${train[@]}" --steps 6 --metrics "$work/full.jsonl"
 head -c -40 "$work/full.jsonl" >"$work/cut.jsonl"
-expect "plot: a truncated last line is skipped" 60 0 "warning: .*cut.jsonl:7: the last line is cut short" \
+expect "plot: a truncated last line is skipped" 60 0 "warning: .*cut.jsonl:8: the last line is cut short" \
   /usr/bin/python3 "$plot" "$work/cut.jsonl" "$work/cut.png"
 [[ -s $work/cut.png ]] || { echo "FAIL plot: no PNG written"; failures=$((failures + 1)); }
 expect "plot: a missing file" 30 1 "plot_metrics: error: $work/none.jsonl: cannot read \(No such file or directory\)" \
