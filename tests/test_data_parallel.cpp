@@ -67,6 +67,25 @@ bool identical_across_ranks(std::vector<float> v) {
   return same != 0;
 }
 
+// A directory every rank names alike: rank 0 picks it and tells the others.
+std::string shared_temp_path(const char* stem) {
+  char name[256] = {};
+  if (g_world->rank() == 0) std::snprintf(name, sizeof(name), "%s", unique_temp_path(stem).string().c_str());
+  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+  return name;
+}
+
+// A whole run (Trainer::run, evaluation and checkpoints included) on every rank, on the CPU;
+// returns its summary and this rank's final weights.
+std::pair<TrainSummary, std::vector<float>> run_on_every_rank(const TrainConfig& c) {
+  auto backend = make_backend(DeviceChoice::cpu);
+  auto comm = make_mpi_communicator(*g_world, 60.0);
+  const DataSplit data = load_data(c.data, c.synthetic);
+  Trainer trainer(c, *backend, *comm, data, nullptr);
+  const TrainSummary s = trainer.run();
+  return {s, download<float>(*backend, trainer.params().master())};
+}
+
 TrainConfig dp_config(std::int64_t world) {
   TrainConfig c = small_config(Precision::fp32);
   c.synthetic.train_samples = 1024;  // divisible by every world size, so no padding
@@ -167,20 +186,8 @@ TEST_CASE("data parallel: fp16 and bf16 gradient traffic train like fp32 traffic
 }
 
 TEST_CASE("data parallel: resume under mpiexec continues bit for bit - every rank wrote its own file", "[mpi]") {
-  // Every rank needs the same directory: rank 0 names it and tells the others.
-  char name[256] = {};
-  if (g_world->rank() == 0)
-    std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-dp-resume").string().c_str());
-  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
-  const std::string root = name;
-  auto run = [&](TrainConfig c) {
-    auto backend = make_backend(DeviceChoice::cpu);
-    auto comm = make_mpi_communicator(*g_world, 60.0);
-    const DataSplit data = load_data(c.data, c.synthetic);
-    Trainer trainer(c, *backend, *comm, data, nullptr);
-    const TrainSummary s = trainer.run();
-    return std::pair{s, download<float>(*backend, trainer.params().master())};
-  };
+  const std::string root = shared_temp_path("halftape-dp-resume");
+  const auto run = run_on_every_rank;
   TrainConfig c = dp_config(g_world->size());
   c.precision = Precision::fp16;
   c.steps = 10;
@@ -325,19 +332,8 @@ TEST_CASE("ZeRO-1: --zero 1 trains bit for bit as --zero 0, with an overflow and
 }
 
 TEST_CASE("ZeRO-1: a checkpoint saved with --zero 1 resumes bit for bit with --zero 1 and with --zero 0", "[mpi]") {
-  char name[256] = {};
-  if (g_world->rank() == 0)
-    std::snprintf(name, sizeof(name), "%s", unique_temp_path("halftape-zero-resume").string().c_str());
-  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
-  const std::string root = name;
-  auto run = [&](TrainConfig c) {
-    auto backend = make_backend(DeviceChoice::cpu);
-    auto comm = make_mpi_communicator(*g_world, 60.0);
-    const DataSplit data = load_data(c.data, c.synthetic);
-    Trainer trainer(c, *backend, *comm, data, nullptr);
-    trainer.run();
-    return download<float>(*backend, trainer.params().master());
-  };
+  const std::string root = shared_temp_path("halftape-zero-resume");
+  auto run = [](const TrainConfig& c) { return run_on_every_rank(c).second; };
   TrainConfig c = dp_config(g_world->size());
   c.precision = Precision::fp16;
   c.optimizer.kind = OptimizerKind::adamw;
