@@ -224,42 +224,6 @@ void Trainer::queue_step(bool inject_overflow) {
   scaler_->update(log_->record_ring(), log_->ring_slots());
 }
 
-namespace {
-// Sends `count` floats at `data` from `root` to every rank, in pieces MPI's int counts allow.
-void broadcast_floats(Communicator& comm, float* data, std::int64_t count, int root) {
-  constexpr std::int64_t kPiece = std::int64_t{1} << 28;  // floats: 1 GiB
-  for (std::int64_t at = 0; at < count; at += kPiece)
-    comm.broadcast(data + at, static_cast<std::size_t>(std::min(kPiece, count - at)) * sizeof(float), root);
-}
-}  // namespace
-
-void Trainer::share_updated_shards() {
-  float* master = params_.master().data_as<float>();
-  for (std::size_t r = 0; r < shards_.size(); ++r) broadcast_floats(comm_, master + shards_[r].begin, shards_[r].size(), static_cast<int>(r));
-  params_.refresh_working_copy(backend_);
-  const ArenaShard& mine = optimizer_->shard();
-  float* grads = params_.grads().data_as<float>();
-  backend_.fill({grads, mine.begin, 0.0f});
-  backend_.fill({grads + mine.end, params_.size() - mine.end, 0.0f});
-}
-
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::full_optimizer_state() const {
-  std::vector<std::pair<std::string, std::vector<float>>> out;
-  for (const auto& [kind, tensor] : optimizer_->state_tensors()) {
-    if (shards_.empty()) {
-      out.emplace_back(kind, download<float>(backend_, tensor));
-      continue;
-    }
-    const Tensor full = backend_.zeros(Shape{params_.size()}, DType::f32);
-    const ArenaShard& mine = optimizer_->shard();
-    backend_.cast({tensor.data(), DType::f32, full.data_as<float>() + mine.begin, DType::f32, mine.size()});
-    for (std::size_t r = 0; r < shards_.size(); ++r)
-      broadcast_floats(comm_, full.data_as<float>() + shards_[r].begin, shards_[r].size(), static_cast<int>(r));
-    out.emplace_back(kind, download<float>(backend_, full));
-  }
-  return out;
-}
-
 EvalResult Trainer::evaluate() {
   // Each rank evaluates its share; the sums are then added up.
   const Tensor sums = backend_.zeros(Shape{2}, DType::f32);  // loss, correct

@@ -81,6 +81,9 @@ class Trainer {
   // ZeRO-1: every rank updated its own shard of the master weights; each shard goes to every
   // rank, the working copy follows, and the gradients the optimizer did not zero are zeroed.
   void share_updated_shards();
+  // Every rank's shard of an arena-shaped FP32 buffer, from its owner to every rank (a broadcast a
+  // shard: shards split at chunk boundaries are not of equal size, as an all-gather needs).
+  void share_shards(float* arena) const;
   // The optimizer state of the whole arena on this rank (gathered from the shards under ZeRO-1):
   // what checkpoints hold, whatever the stage and the number of ranks.
   std::vector<std::pair<std::string, std::vector<float>>> full_optimizer_state() const;
