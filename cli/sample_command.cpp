@@ -3,6 +3,12 @@
 // prompt is tokenised by that vocabulary, and each new token is drawn from the softmax of the
 // last position's logits (temperature, top-k), the context cropped to the block size, with a
 // seeded generator: the same seed gives the same text.
+//
+// A model trained on token files (--data tokens:DIR) has no characters in its checkpoint: its
+// prompt is token ids (--prompt-ids; GPT-2's models start from <|endoftext|> without one), and
+// it prints the ids it draws, or their text through a vocabulary file (--vocab FILE: tiktoken's
+// "BASE64 RANK" lines, as r50k_base.tiktoken for GPT-2's ids, or one token a line). Encoding text
+// into BPE ids is not written: give the prompt as ids (tiktoken's encode).
 #include "cli/commands.h"
 #include "comm/mpi_world.h"
 #include "data/batches.h"
@@ -19,13 +25,16 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <string_view>
+#include <fstream>
+#include <charconv>
 
 namespace ht::cli {
 
 namespace {
 
 struct SampleFlags {
-  std::string resume, prompt, device = "auto", precision = "fp32";
+  std::string resume, prompt, prompt_ids, vocab, device = "auto", precision = "fp32";
   std::int64_t tokens = 200;
   double temperature = 1.0;
   std::int64_t top_k = 0;
@@ -54,6 +63,77 @@ std::int64_t draw(std::vector<float> logits, double temperature, std::int64_t to
   return V - 1;
 }
 
+// RFC 4648 base64 (tiktoken's files); throws naming `what` on anything else.
+std::string base64_decode(std::string_view in, const std::string& what) {
+  auto value = [&](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    fail(fmt::format("{}: '{}' is not base64", what, in));
+  };
+  HT_CHECK(in.size() % 4 == 0, "{}: '{}' is not base64 (its length is not a multiple of 4)", what, in);
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    const int pad = (in[i + 2] == '=') + (in[i + 3] == '=');
+    HT_CHECK(pad == 0 || i + 4 == in.size(), "{}: '{}' is not base64 (padding inside)", what, in);
+    const std::uint32_t v = static_cast<std::uint32_t>(value(in[i]) << 18 | value(in[i + 1]) << 12 |
+                                                       (pad > 1 ? 0 : value(in[i + 2])) << 6 | (pad > 0 ? 0 : value(in[i + 3])));
+    out += static_cast<char>(v >> 16);
+    if (pad < 2) out += static_cast<char>(v >> 8 & 0xff);
+    if (pad < 1) out += static_cast<char>(v & 0xff);
+  }
+  return out;
+}
+
+// --vocab FILE: the text of each of `vocab` ids; ids the file does not name print as <|id|>.
+std::vector<std::string> read_vocab_file(const std::string& path, std::int64_t vocab) {
+  std::ifstream in(path, std::ios::binary);
+  HT_CHECK(in.good(), "--vocab {}: cannot read it", path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  HT_CHECK(!lines.empty(), "--vocab {}: the file is empty", path);
+  std::vector<std::string> text(static_cast<std::size_t>(vocab));
+  for (std::int64_t i = 0; i < vocab; ++i) text[static_cast<std::size_t>(i)] = fmt::format("<|{}|>", i);
+  // tiktoken's format when every line is "BASE64 RANK"; else one token a line.
+  const bool tiktoken = std::all_of(lines.begin(), lines.end(), [](const std::string& l) {
+    const std::size_t space = l.find(' ');
+    return space != std::string::npos && space > 0 && space + 1 < l.size() &&
+           l.find_first_not_of("0123456789", space + 1) == std::string::npos &&
+           l.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == space;
+  });
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    std::int64_t id = static_cast<std::int64_t>(n);
+    std::string token = lines[n];
+    if (tiktoken) {
+      const std::size_t space = lines[n].find(' ');
+      id = std::stoll(lines[n].substr(space + 1));
+      token = base64_decode(std::string_view(lines[n]).substr(0, space), fmt::format("--vocab {}:{}", path, n + 1));
+    }
+    HT_CHECK(id < vocab, "--vocab {}:{}: token {} is outside the model's vocabulary of {}", path, n + 1, id, vocab);
+    text[static_cast<std::size_t>(id)] = token;
+  }
+  return text;
+}
+
+// "15496,11,995" -> ids, each in [0, vocab).
+std::vector<std::int32_t> parse_prompt_ids(const std::string& list, std::int64_t vocab) {
+  std::vector<std::int32_t> ids;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string_view item(list.data() + pos, comma - pos);
+    std::int64_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    HT_CHECK(!item.empty() && ec == std::errc() && end == item.data() + item.size() && v >= 0 && v < vocab,
+             "--prompt-ids: '{}' is not a token id of the model's vocabulary [0, {})", item, vocab);
+    ids.push_back(static_cast<std::int32_t>(v));
+    pos = comma + 1;
+  }
+  return ids;
+}
+
 int run_sample(const SampleFlags& f) {
   HT_CHECK(std::isfinite(f.temperature) && f.temperature >= 0, "--temperature must be a finite number >= 0 (0: always the most "
            "likely token), got {}", f.temperature);
@@ -68,24 +148,44 @@ int run_sample(const SampleFlags& f) {
   }
   const ModelSpec spec = spec_from_config(config, "--resume " + f.resume);
   HT_CHECK(spec.kind == "gpt", "--resume {}: the checkpoint holds a {} model; sample needs a GPT (--model gpt)", f.resume, spec.kind);
-  HT_CHECK(!state.model_metadata.count("tokenizer"), "--resume {}: the model was trained on token ids ({}, --data tokens:DIR); "
-           "sample reads and writes characters, so decode its ids in PyTorch instead (tiktoken's \"gpt2\" for GPT-2's)", f.resume,
-           state.model_metadata.count("tokenizer") ? state.model_metadata.at("tokenizer") : "");
-  HT_CHECK(state.model_metadata.count("vocab"), "--resume {}: the checkpoint lacks the vocabulary", f.resume);
-  const std::vector<std::string> vocab = utf8_characters(state.model_metadata.at("vocab"), "--resume " + f.resume + " vocab");
-  std::map<std::string, std::int32_t> ids;
-  for (std::size_t i = 0; i < vocab.size(); ++i) ids.emplace(vocab[i], static_cast<std::int32_t>(i));
-
-  // The prompt as token ids (no prompt: the context starts from a newline).
+  // The vocabulary (what an id prints as) and the prompt as token ids.
+  std::vector<std::string> vocab;
   std::vector<std::int32_t> context;
-  for (const std::string& c : utf8_characters(f.prompt, "--prompt")) {
-    const auto it = ids.find(c);
-    HT_CHECK(it != ids.end(), "--prompt: the character '{}' is not in the model's vocabulary of {} characters", c, vocab.size());
-    context.push_back(it->second);
-  }
-  if (context.empty()) {
-    HT_CHECK(ids.count("\n"), "--prompt: give one (the vocabulary has no newline to start from)");
-    context.push_back(ids.at("\n"));
+  std::string shown_prompt = f.prompt;
+  const bool token_ids = state.model_metadata.count("tokenizer") != 0;
+  if (token_ids) {  // a model of token files: ids in, ids (or --vocab's text) out
+    const std::string& tokenizer = state.model_metadata.at("tokenizer");
+    HT_CHECK(f.prompt.empty(), "--prompt: the model reads token ids ({}), not text: give them with --prompt-ids (e.g. from "
+             "tiktoken's encode)", tokenizer);
+    const std::int64_t V = config.value("vocab_size", std::int64_t{0});
+    HT_CHECK(V >= 1, "--resume {}: the model's config gives no vocab_size", f.resume);
+    vocab = f.vocab.empty() ? std::vector<std::string>{} : read_vocab_file(f.vocab, V);
+    if (vocab.empty())
+      for (std::int64_t i = 0; i < V; ++i) vocab.push_back(fmt::format("{} ", i));
+    if (!f.prompt_ids.empty()) context = parse_prompt_ids(f.prompt_ids, V);
+    if (context.empty()) {
+      HT_CHECK(tokenizer == "gpt2", "--prompt-ids: give one (the model's vocabulary, {}, names no token to start from)", tokenizer);
+      context.push_back(static_cast<std::int32_t>(kGpt2Vocab - 1));  // <|endoftext|>
+    }
+    shown_prompt.clear();
+    for (std::int32_t id : context) shown_prompt += vocab[static_cast<std::size_t>(id)];
+  } else {
+    HT_CHECK(f.prompt_ids.empty() && f.vocab.empty(), "--prompt-ids and --vocab are for models of token files; this one reads "
+             "characters: give --prompt");
+    HT_CHECK(state.model_metadata.count("vocab"), "--resume {}: the checkpoint lacks the vocabulary", f.resume);
+    vocab = utf8_characters(state.model_metadata.at("vocab"), "--resume " + f.resume + " vocab");
+    std::map<std::string, std::int32_t> ids;
+    for (std::size_t i = 0; i < vocab.size(); ++i) ids.emplace(vocab[i], static_cast<std::int32_t>(i));
+    // The prompt as token ids (no prompt: the context starts from a newline).
+    for (const std::string& c : utf8_characters(f.prompt, "--prompt")) {
+      const auto it = ids.find(c);
+      HT_CHECK(it != ids.end(), "--prompt: the character '{}' is not in the model's vocabulary of {} characters", c, vocab.size());
+      context.push_back(it->second);
+    }
+    if (context.empty()) {
+      HT_CHECK(ids.count("\n"), "--prompt: give one (the vocabulary has no newline to start from)");
+      context.push_back(ids.at("\n"));
+    }
   }
 
   const std::optional<DType> dtype = parse_dtype(f.precision);
@@ -102,7 +202,7 @@ int run_sample(const SampleFlags& f) {
   upload(*backend, arena.master(), state.master);
   arena.refresh_working_copy(*backend);
 
-  std::cout << f.prompt << std::flush;
+  std::cout << shown_prompt << std::flush;
   Rng rng(derive_seed(f.seed, /*purpose=*/6));
   const std::int64_t block = model->sequence_length(), V = static_cast<std::int64_t>(vocab.size());
   for (std::int64_t n = 0; n < f.tokens; ++n) {
@@ -135,6 +235,10 @@ Command add_sample_command(CLI::App& app) {
   s->option_defaults()->always_capture_default();
   s->add_option("--resume", f.resume, "a checkpoint directory, or a --save directory (its latest)")->required();
   s->add_option("--prompt", f.prompt, "the text to continue (default: from a newline)");
+  s->add_option("--prompt-ids", f.prompt_ids, "models of token files: the token ids to continue, comma-separated (GPT-2's "
+                "default: <|endoftext|>)");
+  s->add_option("--vocab", f.vocab, "models of token files: print tokens as text through FILE (tiktoken's BASE64 RANK lines, "
+                "or one token a line); without it, the ids");
   s->add_option("--tokens", f.tokens, "tokens to generate")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
   s->add_option("--temperature", f.temperature, "softmax temperature (0: always the most likely token)");
   s->add_option("--top-k", f.top_k, "draw from the k most likely tokens only (0: all)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));

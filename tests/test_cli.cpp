@@ -130,7 +130,7 @@ TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("token files: the GPT trains on GPT-2 ids - sample says it cannot decode them - bad files named", "[cli][gpt]") {
+TEST_CASE("token files: the GPT trains on GPT-2 ids - sample prints ids from <|endoftext|> - bad files named", "[cli][gpt]") {
   const fs::path dir = fs::temp_directory_path() / ("halftape-cli-tokens-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -145,7 +145,12 @@ TEST_CASE("token files: the GPT trains on GPT-2 ids - sample says it cannot deco
   REQUIRE(r.status == 0);
   CHECK(r.out.find("a vocabulary of 50257") != std::string::npos);
   CHECK(r.out.find("done: 2 steps") != std::string::npos);
-  expect_one_error_line("sample --resume " + (dir / "ck").string(), "trained on token ids (gpt2");
+  const Result drawn = run_halftape("sample --device cpu --resume " + (dir / "ck").string() + " --tokens 3 --seed 1");
+  INFO(drawn.err);
+  CHECK(drawn.status == 0);
+  CHECK(drawn.out.rfind("50256 ", 0) == 0);  // GPT-2's <|endoftext|>, then three drawn ids
+  CHECK(std::count(drawn.out.begin(), drawn.out.end(), ' ') == 4);
+  expect_one_error_line("sample --resume " + (dir / "ck").string() + " --prompt hello", "the model reads token ids (gpt2)");
   expect_one_error_line("train --model gpt --steps 1 --vocab-size 257" + data, "outside the vocabulary (--vocab-size) of 257 ids");
   expect_one_error_line("train --model gpt --steps 1 --vocab-size 257 --data shakespeare", "--vocab-size is the vocabulary of token files");
   expect_one_error_line("train --steps 1 --data synthetic --zero 2", "--zero 2: stage 2 (sharded gradients) is not written yet");
@@ -163,12 +168,34 @@ TEST_CASE("token files of another vocabulary: --vocab-size 257 (bytes), padded t
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 131) % 257);
   for (const char* name : {"train.bin", "val.bin"})
     std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  const std::string ck = (dir / "ck").string();
   const Result r = run_halftape("train --model gpt --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --batch-size 2 --steps 2 "
-                                "--eval-windows 4 --no-progress --vocab-size 257 --pad-vocab-to 64 --data tokens:" + dir.string());
+                                "--eval-windows 4 --no-progress --vocab-size 257 --pad-vocab-to 64 --save " + ck + " --data tokens:" +
+                                dir.string());
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("a vocabulary of 257") != std::string::npos);
   CHECK(r.out.find("vocabulary 257 (padded to 320)") != std::string::npos);
+  // sample: ids in, ids out; through a tiktoken-format vocabulary (each byte its own token), text.
+  const std::string sample = "sample --device cpu --resume " + ck + " --tokens 6 --temperature 0 --prompt-ids 72,105 ";
+  const Result as_ids = run_halftape(sample);
+  INFO(as_ids.err);
+  CHECK(as_ids.status == 0);
+  CHECK(as_ids.out.rfind("72 105 ", 0) == 0);
+  CHECK(std::count(as_ids.out.begin(), as_ids.out.end(), ' ') == 8);
+  {
+    std::ofstream vocab(dir / "bytes.tiktoken");
+    const char* b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 256; ++i) vocab << b64[i >> 2] << b64[(i & 3) << 4] << "== " << i << '\n';
+  }
+  const Result as_text = run_halftape(sample + "--vocab " + (dir / "bytes.tiktoken").string());
+  INFO(as_text.err);
+  CHECK(as_text.status == 0);
+  CHECK(as_text.out.rfind("Hi", 0) == 0);  // 72 105, decoded
+  expect_one_error_line("sample --resume " + ck + " --tokens 2", "--prompt-ids: give one");
+  expect_one_error_line("sample --resume " + ck + " --prompt-ids 72,300", "'300' is not a token id of the model's vocabulary [0, 257)");
+  std::ofstream(dir / "bad.tiktoken") << "ABCDE 3\n";
+  expect_one_error_line(sample + "--vocab " + (dir / "bad.tiktoken").string(), "is not base64");
   fs::remove_all(dir);
 }
 
@@ -255,6 +282,7 @@ TEST_CASE("gpt and sample: bad input gets one error line - the same seed gives t
   CHECK(p0.out == p1.out);
   expect_one_error_line(sample + "--prompt 'the king~'", "the character '~' is not in the model's vocabulary");
   expect_one_error_line(sample + "--temperature -1", "--temperature must be a finite number >= 0");
+  expect_one_error_line(sample + "--prompt-ids 1,2", "--prompt-ids and --vocab are for models of token files");
   expect_one_error_line("sample --resume " + (dir / "nothing").string(), "no such directory");
   expect_one_error_line("sample --resume " + mlp, "holds a mlp model; sample needs a GPT");
   fs::remove_all(dir);
