@@ -153,7 +153,7 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")
       ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}));
   add_model_flags(t, c.model);
-  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8) | tokens:DIR (GPT-2 ids: train.bin, val.bin)")->check(kNonEmpty);
+  t->add_option("--data", c.data, "fashion-mnist | idx:DIR | synthetic | shakespeare | text:FILE (UTF-8) | tokens:DIR (train.bin, val.bin) | tokens:TRAIN[,VAL] (token files or globs of shards)")->check(kNonEmpty);
   t->add_option("--vocab-size", c.vocab_size, "tokens:DIR: the ids' vocabulary, when not GPT-2's 50257 (the files do not say)")
       ->check(number_in(1, 65536))->default_str("");
   t->add_option("--synthetic-samples", c.synthetic.train_samples, "training samples of --data synthetic")

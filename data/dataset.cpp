@@ -146,7 +146,7 @@ DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic, s
   }
   if (spec.rfind("text:", 0) == 0) return load_text(spec.substr(5), spec);
   if (spec.rfind("tokens:", 0) == 0) return load_tokens(spec.substr(7), spec, token_vocab ? token_vocab : kGpt2Vocab);
-  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE, tokens:DIR", spec));
+  fail(fmt::format("--data: '{}' is not one of fashion-mnist, idx:DIR, synthetic, shakespeare, text:FILE, tokens:DIR or tokens:TRAIN[,VAL]", spec));
 }
 
 }  // namespace ht

@@ -63,15 +63,16 @@ inline const char* const kShakespearePath = "/usr/share/datasets/shakespeare/sha
 std::string data_identity(const DataSplit& d);
 
 // "fashion-mnist" (the Debian package), "idx:DIR" (the four standard MNIST file names, raw or
-// .gz), "synthetic", "shakespeare", "text:FILE" (any UTF-8 file) or "tokens:DIR" (GPT-2 ids). Throws ht::Error naming the
+// .gz), "synthetic", "shakespeare", "text:FILE" (any UTF-8 file), "tokens:DIR" or "tokens:TRAIN[,VAL]" (token ids). Throws ht::Error naming the
 // file and what is wrong with it.
 // token_vocab: the vocabulary of tokens:DIR's ids (0: GPT-2's); refused for the other kinds.
 DataSplit load_data(const std::string& spec, const SyntheticConfig& synthetic, std::int64_t token_vocab = 0);
 
 // GPT-2's BPE vocabulary (tiktoken "gpt2"): the ids of nanoGPT's and llm.c's token files.
 constexpr std::int64_t kGpt2Vocab = 50257;
-// DIR/train.bin and DIR/val.bin in llm.c's or nanoGPT's format (data/tokens.cpp), ids in [0, vocab).
-DataSplit load_tokens(const std::string& dir, const std::string& name, std::int64_t vocab = kGpt2Vocab);
+// Token files in llm.c's or nanoGPT's format (data/tokens.cpp), ids in [0, vocab): `where` is
+// DIR (DIR/train.bin, DIR/val.bin), TRAIN,VAL (each a file or a glob of shards) or TRAIN alone.
+DataSplit load_tokens(const std::string& where, const std::string& name, std::int64_t vocab = kGpt2Vocab);
 
 // A character-level corpus from UTF-8 text (data/text.cpp); `name` as --data gave it.
 DataSplit load_text(const std::string& path, const std::string& name);

@@ -310,3 +310,28 @@ TEST_CASE("tokens: nanoGPT's and llm.c's train.bin/val.bin read as GPT-2 ids, ba
   CHECK_THROWS_WITH(load_data(spec, {}), Catch::Contains("val.bin: no such file"));
   CHECK_THROWS_WITH(load_data("tokens:" + (dir.path / "none").string(), {}), Catch::Contains("is not a directory"));
 }
+
+TEST_CASE("tokens: llm.c's shards by glob, in name order, TRAIN,VAL files, TRAIN alone split 90/10", "[data]") {
+  TempDir dir;
+  // Shards written out of order, one llm.c and two nanoGPT: read in name order and joined.
+  dir.write("shard_train_000002.bin", nanogpt_tokens({5, 6}));
+  dir.write("shard_train_000000.bin", llmc_tokens({1, 2}));
+  dir.write("shard_train_000001.bin", nanogpt_tokens({3, 4}));
+  dir.write("shard_val_000000.bin", llmc_tokens({9, 8, 7}));
+  const std::string glob = (dir.path / "shard_train_*.bin").string(), val = (dir.path / "shard_val_000000.bin").string();
+  const DataSplit d = load_data("tokens:" + glob + "," + val, {});
+  CHECK(d.text.train == std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
+  CHECK(d.text.val == std::vector<std::int32_t>{9, 8, 7});
+  // One file alone: its last 10% validate.
+  std::vector<std::uint16_t> ids(40);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>(i);
+  dir.write("all.bin", nanogpt_tokens(ids));
+  const DataSplit one = load_data("tokens:" + (dir.path / "all.bin").string(), {});
+  CHECK(one.text.train.size() == 36);
+  CHECK(one.text.val == std::vector<std::int32_t>{36, 37, 38, 39});
+  // A pattern that matches nothing, and a bad shard among good ones, are named.
+  const std::string none = (dir.path / "nothing_*.bin").string();
+  CHECK_THROWS_WITH(load_data("tokens:" + none + "," + val, {}), Catch::Contains(none) && Catch::Contains("no file matches"));
+  dir.write("shard_train_000003.bin", {1, 2, 3});
+  CHECK_THROWS_WITH(load_data("tokens:" + glob + "," + val, {}), Catch::Contains("shard_train_000003.bin") && Catch::Contains("odd number"));
+}
