@@ -6,7 +6,7 @@
 #   3. the test suite on --device cuda (kernels, GEMM, attention, training vs the CPU reference,
 #      CUDA graphs), short MLP runs through every GEMM path, --cuda-graph and NCCL, and the GPT:
 #      300 steps on Shakespeare in fp16 and bf16 (graph), its validation loss recomputed by
-#      PyTorch from the checkpoint, and a sample;
+#      PyTorch from the checkpoint, and a sample; GPT-2 small's memory account and 30 bf16 steps;
 #   4. every benchmark (halftape bench all) with PyTorch AMP's baseline beside it in the same run;
 #      and the roofline model's figure for this GPU (halftape profile, MODELLED on the emulator)
 #      beside the default GPT's measured step, so the first GPU calibrates the model;
@@ -105,6 +105,23 @@ if [[ ${#failures[@]} -eq 0 ]]; then
   fi
   run "sample from the fp16 GPT" 60 "$bin" sample --device cuda --resume "$out/gpt-fp16" --tokens 200 --seed 1
   rm -rf "$out/gpt-fp16" "$out/gpt-bf16"  # the checkpoints are not part of the report
+
+  step "GPT-2 small (--preset gpt2) on the GPU"
+  # The Shakespeare text as byte tokens in nanoGPT's uint16 format (no tokenizer needed here).
+  tokens=$out/gpt2-tokens
+  mkdir -p "$tokens"
+  python3 - "$corpus" "$tokens" <<'PY' >>"$log" 2>&1 || say "FAIL writing the byte tokens"
+import array, sys
+data = open(sys.argv[1], "rb").read()
+cut = len(data) * 9 // 10
+array.array("H", list(data[:cut])).tofile(open(f"{sys.argv[2]}/train.bin", "wb"))
+array.array("H", list(data[cut:])).tofile(open(f"{sys.argv[2]}/val.bin", "wb"))
+PY
+  gpt2=(train --device cuda --preset gpt2 --data "tokens:$tokens" --batch-size 8 --no-progress)
+  run "GPT-2 small: the memory account of a bf16 step, batch 8 x 1024 (--dry-run)" 120 "$bin" "${gpt2[@]}" --precision bf16 --dry-run
+  run "GPT-2 small: 30 bf16 steps, batch 8 x 1024 (step time in the log)" 300 "$bin" "${gpt2[@]}" --precision bf16 --steps 30 \
+    --warmup-steps 5 --log-every 10 --eval-windows 8 --eval-batch-size 8 --metrics "$out/gpt2-bf16.jsonl"
+  rm -rf "$tokens"
 
   step "benchmarks"
   if [[ $torch_cuda == 1 ]]; then
