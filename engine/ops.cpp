@@ -193,19 +193,45 @@ Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::in
   return result;
 }
 
+Var dropout(OpContext& ctx, const Var& x, std::uint32_t site) {
+  if (!ctx.dropout || ctx.dropout->p == 0.0f) return x;
+  Backend& backend = ctx.backend;
+  const DropoutContext& d = *ctx.dropout;
+  const DType dtype = x->value.dtype();
+  DropoutArgs args{.dtype = dtype, .n = x->value.numel(), .p = d.p, .key = {d.seed, site, d.micro}, .state = d.state};
+  const Tensor y = backend.empty(x->value.shape(), dtype);
+  args.in = x->value.data();
+  args.out = y.data();
+  backend.dropout(args);
+  Var result = make_var(y, x->requires_grad || ctx.tape != nullptr);
+  if (!ctx.tape) return result;
+  ctx.tape->consume(x);
+  ctx.tape->record([&backend, x, result, args]() mutable {
+    if (!x->requires_grad) return;
+    const Tensor dy = grad_as(backend, *result, args.dtype);
+    const Tensor dx = backend.empty(dy.shape(), args.dtype);
+    args.in = dy.data();  // the same mask, regenerated, on the gradient
+    args.out = dx.data();
+    backend.dropout(args);
+    accumulate_grad(backend, *x, dx);
+  });
+  return result;
+}
+
 Var recompute(OpContext& ctx, const Var& x, GraphPart part) {
   if (!ctx.tape) return part(ctx, x);
   Var y;
   {  // the first run: its result, and the parameter uses the backward will report
     Tape scratch;
-    OpContext first{ctx.backend, ctx.params, &scratch};
+    OpContext first{ctx.backend, ctx.params, &scratch, ctx.dropout};
     y = make_var(part(first, make_var(x->value, x->requires_grad))->value, true);
     ctx.tape->add_param_uses(scratch);
   }  // the scratch tape's closures, and with them the part's activations, go here
   ctx.tape->consume(x);
-  ctx.tape->record([&backend = ctx.backend, &params = ctx.params, outer = ctx.tape, x, y, part = std::move(part)] {
+  ctx.tape->record([&backend = ctx.backend, &params = ctx.params, outer = ctx.tape, dropout = ctx.dropout, x, y,
+                    part = std::move(part)] {
     Tape replay(outer);
-    OpContext again{backend, params, &replay};
+    OpContext again{backend, params, &replay, dropout};  // the same masks as the first run
     const Var x2 = make_var(x->value, x->requires_grad);
     const Var y2 = part(again, x2);
     accumulate_grad(backend, *y2, y->grad);

@@ -18,10 +18,19 @@
 
 namespace ht {
 
+// Dropout while training (kernels/dropout.h); absent in evaluation and sampling.
+struct DropoutContext {
+  float p = 0;
+  std::uint64_t seed = 0;
+  std::uint32_t micro = 0;                 // the global micro-batch: micro-batch × ranks + rank
+  const DeviceStepState* state = nullptr;  // the step, read on the device
+};
+
 struct OpContext {
   Backend& backend;
   const ParamArena& params;
-  Tape* tape = nullptr;  // nullptr: inference, nothing is recorded
+  Tape* tape = nullptr;                     // nullptr: inference, nothing is recorded
+  const DropoutContext* dropout = nullptr;  // nullptr: no dropout
 };
 
 struct LinearLayer {
@@ -44,6 +53,10 @@ Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out);
 
 // qkv: (B·T, 3C) compute dtype, q | k | v -> (B·T, C): causal self-attention of `heads` heads.
 Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads);
+
+// x -> dropout(x) at `site` (a number of the model's, so each place draws its own mask); x
+// itself when ctx has no dropout. The backward applies the same mask, regenerated.
+Var dropout(OpContext& ctx, const Var& x, std::uint32_t site);
 
 // Activation recomputation (torch.utils.checkpoint's idea): runs `part` (x -> y, a transformer
 // block) keeping only x for the backward. The forward runs it under a scratch tape that is

@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/bias_act.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/grad_stats.h"
@@ -27,6 +28,7 @@
   X(act_backward, ActBackwardArgs)             \
   X(bias_grad, BiasGradArgs)                   \
   X(cross_entropy, CrossEntropyArgs)           \
+  X(dropout, DropoutArgs)                      \
   X(embedding, EmbeddingArgs)                  \
   X(embedding_backward, EmbeddingBackwardArgs) \
   X(layernorm, LayerNormArgs)                  \

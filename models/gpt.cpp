@@ -49,13 +49,15 @@ nlohmann::json Gpt::config() const {
 Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
   const std::int64_t B = tokens.shape()[0];
   const DType dtype = ctx.params.working_dtype();
-  Var x = embedding(ctx, tokens, wte_, wpe_);
-  for (const Block& b : blocks_) {
-    const auto block = [&b, B, dtype, heads = spec_.n_head](OpContext& c, const Var& in) {
+  Var x = dropout(ctx, embedding(ctx, tokens, wte_, wpe_), /*site=*/0);  // dropout: in training only
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    const Block& b = blocks_[l];
+    const auto site = static_cast<std::uint32_t>(1 + 2 * l);  // this block's two dropout sites: site, site + 1
+    const auto block = [&b, B, dtype, heads = spec_.n_head, site](OpContext& c, const Var& in) {
       const Var a = causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads);
-      const Var mid = residual_add(c, in, linear(c, a, b.attn_proj));
+      const Var mid = residual_add(c, in, dropout(c, linear(c, a, b.attn_proj), site));
       const Var m = linear(c, linear(c, layer_norm(c, mid, b.ln_2_weight, b.ln_2_bias, dtype), b.c_fc), b.mlp_proj);
-      return residual_add(c, mid, m);
+      return residual_add(c, mid, dropout(c, m, site + 1));
     };
     x = spec_.recompute_blocks ? recompute(ctx, x, block) : block(ctx, x);
   }

@@ -1,9 +1,9 @@
-// A GPT: nanoGPT's model (with biases, without dropout), its parameters named as nanoGPT's
+// A GPT: nanoGPT's model (with biases), its parameters named as nanoGPT's
 // state_dict names them, so a checkpoint loads into nanoGPT's GPT:
 //
-//   x = wte[tokens] + wpe[positions]                            (transformer.wte, .wpe; FP32)
-//   n_layer times:  x = x + c_proj(attention(c_attn(ln_1(x))))  (transformer.h.N.ln_1, .attn.c_attn, .attn.c_proj)
-//                   x = x + c_proj(gelu(c_fc(ln_2(x))))         (transformer.h.N.ln_2, .mlp.c_fc, .mlp.c_proj)
+//   x = drop(wte[tokens] + wpe[positions])                      (transformer.wte, .wpe; FP32)
+//   n_layer times:  x = x + drop(c_proj(attention(c_attn(ln_1(x)))))  (transformer.h.N.ln_1, .attn.c_attn, .attn.c_proj)
+//                   x = x + drop(c_proj(gelu(c_fc(ln_2(x)))))         (transformer.h.N.ln_2, .mlp.c_fc, .mlp.c_proj)
 //   logits = ln_f(x) · wteᵀ                                     (transformer.ln_f; lm_head tied to wte)
 //
 // The residual stream x is FP32; LayerNorm reads it and writes the compute dtype; the matrix
@@ -17,7 +17,9 @@
 // decay), and are drawn from a seed stream of their own, so a padded model's real weights and
 // losses are those of the unpadded one. --recompute block keeps only each block's input for the
 // backward and runs the block again there (engine/ops.h's recompute): the same gradients, bit
-// for bit, for one more forward of the blocks.
+// for bit, for one more forward of the blocks. drop() is --dropout, in training only
+// (engine/ops.h), at three of nanoGPT's four places: dropout of the attention probabilities
+// inside the fused attention is not written.
 #pragma once
 
 #include "models/model.h"

@@ -85,7 +85,7 @@ std::vector<RecipeFlag> preset_flags(const std::string& preset) {
 std::vector<ModelFlag> model_only_flags() {
   return {{"--hidden", "mlp"}, {"--activation", "mlp"}, {"--n-layer", "gpt"},      {"--n-head", "gpt"},
           {"--n-embd", "gpt"}, {"--block-size", "gpt"}, {"--pad-vocab-to", "gpt"}, {"--preset", "gpt"},
-          {"--recompute", "gpt"}};
+          {"--recompute", "gpt"}, {"--dropout", "gpt"}};
 }
 
 std::vector<RecipeFlag> recipe_flags(const std::string& kind) {

@@ -116,6 +116,8 @@ TEST_CASE("a flag of the other model is refused, naming the flag and its model",
   expect_one_error_line(mlp + "--n-embd 64", "--n-embd is a setting of --model gpt; this run uses --model mlp");
   expect_one_error_line(mlp + "--block-size 32", "--block-size is a setting of --model gpt; this run uses --model mlp");
   expect_one_error_line("train --model mlp --data synthetic --steps 1 --n-layer 3", "--n-layer is a setting of --model gpt");
+  for (const char* flag : {"--dropout 0.1", "--pad-vocab-to 64", "--recompute block"})
+    expect_one_error_line(mlp + flag, std::string(flag).substr(0, std::string(flag).find(' ')) + " is a setting of --model gpt");
 }
 
 TEST_CASE("bad data files: one error line naming the file", "[cli]") {

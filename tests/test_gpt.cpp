@@ -170,3 +170,36 @@ TEST_CASE("gpt: --recompute block trains bit for bit as without it (fp16, 2 micr
     CHECK(differing == 0);
   }
 }
+
+TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit for bit, --recompute block draws the same masks", "[gpt]") {
+  TrainConfig c = gpt_config(Precision::fp32);
+  c.dropout = 0.2f;
+  c.steps = 3;
+  const TrainRun cpu = train_in_process(c, DeviceChoice::cpu);
+  TrainConfig off = c;
+  off.dropout = 0;
+  const TrainRun none = train_in_process(off, DeviceChoice::cpu);
+  CHECK(cpu.summary.steps[0].record.loss != none.summary.steps[0].record.loss);  // the masks change the step
+  // The evaluation has no dropout: the same weights evaluate alike (the initial ones, here).
+  CHECK(cpu.initial == none.initial);
+  for (DeviceChoice d : gpu_devices()) {
+    const TrainRun gpu = train_in_process(c, d);
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(std::fabs(gpu.summary.steps[i].record.loss - cpu.summary.steps[i].record.loss) <= 1e-4 * cpu.summary.steps[i].record.loss);
+  }
+  TrainConfig again = c;
+  again.model.gpt.recompute_blocks = true;
+  CHECK(train_in_process(again).master == cpu.master);  // the recomputed blocks draw the same masks
+  const fs::path root = unique_temp_path("halftape-gpt-dropout");
+  c.steps = 6;
+  c.accum_steps = 2;
+  const TrainRun straight = train_in_process(c);
+  TrainConfig first = c;
+  first.stop_after = 3;
+  first.save_dir = root.string();
+  train_in_process(first);
+  TrainConfig second = c;
+  second.resume = root.string();
+  CHECK(train_in_process(second).master == straight.master);  // masks keyed by the step: the same ones after a resume
+  fs::remove_all(root);
+}

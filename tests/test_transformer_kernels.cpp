@@ -3,6 +3,7 @@
 // present) against the reference, at sizes that hit the edges (one row, rows that are not a
 // multiple of a tile, several sort chunks, head sizes that are not a multiple of 8 or 16).
 #include "kernels/attention.h"
+#include "kernels/dropout.h"
 #include "kernels/embedding.h"
 #include "kernels/layernorm.h"
 #include "tests/device_helpers.h"
@@ -172,4 +173,50 @@ TEST_CASE("kernel attention: forward and backward, every dtype, head sizes 8 to 
         }
       }
     }
+}
+
+TEST_CASE("kernel dropout: the same Philox mask on every executor, 1-p of the elements kept and scaled, a new mask per step, site and micro-batch", "[kernels][gpt]") {
+  constexpr std::int64_t n = 100003;
+  constexpr float p = 0.2f;
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(n), 31, 0.5f, 1.5f);  // never 0: zeros are the dropped
+  for (DType t : kTypes) {
+    INFO(dtype_name(t));
+    const auto in = bytes_of(t, x);
+    auto run_ref = [&](DropoutKey key, std::int64_t steps_before, float prob) {
+      DeviceStepState s;
+      s.steps_taken = steps_before;
+      std::vector<std::uint8_t> out(in.size());
+      dropout_ref({.in = in.data(), .out = out.data(), .dtype = t, .n = n, .p = prob, .key = key, .state = &s});
+      return widen(t, out);
+    };
+    const DropoutKey key{.seed = 77, .site = 3, .micro = 1};
+    const std::vector<float> ref = run_ref(key, 4, p);
+    const auto kept = std::count_if(ref.begin(), ref.end(), [](float v) { return v != 0.0f; });
+    CHECK(std::fabs(static_cast<double>(kept) / n - (1.0 - p)) < 0.01);
+    const std::vector<float> want = widen(t, bytes_of(t, [&] {  // kept elements: x × 1/(1 - p), rounded once
+      std::vector<float> w(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) w[i] = widen(t, bytes_of(t, {x[i]}))[0] * (1.0f / (1.0f - p));
+      return w;
+    }()));
+    std::int64_t scaled_right = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) scaled_right += ref[i] == 0.0f || ref[i] == want[i];
+    CHECK(scaled_right == n);
+    // Another step, site or micro-batch: another mask; p = 0 keeps all of it unchanged.
+    CHECK(run_ref(key, 5, p) != ref);
+    CHECK(run_ref({.seed = 77, .site = 4, .micro = 1}, 4, p) != ref);
+    CHECK(run_ref({.seed = 77, .site = 3, .micro = 2}, 4, p) != ref);
+    CHECK(run_ref(key, 4, 0.0f) == widen(t, in));
+    for (auto& gpu : gpu_backends()) {
+      INFO(device_name(gpu->device()));
+      DeviceStepState s;
+      s.steps_taken = 4;
+      const auto d_state = put(*gpu, std::vector<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&s),
+                                                                reinterpret_cast<const std::uint8_t*>(&s) + sizeof(s)));
+      const auto d_in = put(*gpu, in);
+      auto d_out = put_zeros<std::uint8_t>(*gpu, in.size());
+      gpu->dropout({.in = d_in.get(), .out = d_out.get(), .dtype = t, .n = n, .p = p, .key = key,
+                    .state = reinterpret_cast<const DeviceStepState*>(d_state.get())});
+      CHECK(widen(t, get(*gpu, d_out)) == ref);  // bit for bit
+    }
+  }
 }

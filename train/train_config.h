@@ -41,6 +41,7 @@ struct TrainConfig {
   std::int64_t eval_windows = 2048;   // text: the validation windows evaluated
 
   OptimizerConfig optimizer;
+  float dropout = 0;                  // --dropout P (the GPT's), in training only
   int zero = 0;                       // ZeRO stage: 0 = plain data parallel; 1 = optimizer state sharded over the ranks
   LrSchedule schedule;                // base_lr is --lr; total_steps is filled in by the trainer
   float clip_grad_norm = 0;           // <= 0: off

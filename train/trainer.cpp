@@ -2,6 +2,7 @@
 
 #include "comm/agreement.h"
 #include "engine/ops.h"
+#include "engine/rng.h"
 #include "models/registry.h"
 #include "train/stop_signal.h"
 
@@ -196,7 +197,12 @@ void Trainer::queue_step(bool inject_overflow) {
     Tape tape;
     const bool last_micro_batch = micro + 1 == config_.accum_steps;
     if (reducer_) reducer_->attach(tape, /*sync=*/last_micro_batch);  // no traffic before the last
-    OpContext ctx{backend_, params_, &tape};
+    // dropout: masks keyed by the seed, the step (on the device), the global micro-batch and the site
+    const DropoutContext drop{.p = config_.dropout,
+                              .seed = derive_seed(config_.seed, /*purpose=*/8),
+                              .micro = static_cast<std::uint32_t>(micro * comm_.world_size() + comm_.rank()),
+                              .state = scaler_->state()};
+    OpContext ctx{backend_, params_, &tape, config_.dropout > 0 ? &drop : nullptr};
     const Var logits = model_->forward(ctx, batch.input);
     // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in
     cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
