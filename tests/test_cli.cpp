@@ -132,14 +132,23 @@ TEST_CASE("bad data files: one error line naming the file", "[cli]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("token files: the GPT trains on GPT-2 ids - sample prints ids from <|endoftext|> - bad files named", "[cli][gpt]") {
-  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-tokens-" + std::to_string(::getpid()));
+namespace {
+// A fresh directory holding nanoGPT's train.bin and val.bin, both of 3000 ids (i × step) mod vocab.
+fs::path token_dir(const std::string& stem, std::uint32_t step, std::uint32_t vocab, std::vector<std::uint16_t>& ids) {
+  const fs::path dir = fs::temp_directory_path() / (stem + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::vector<std::uint16_t> ids(3000);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 7919) % 50257);
+  ids.assign(3000, 0);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * step) % vocab);
   for (const char* name : {"train.bin", "val.bin"})
     std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("token files: the GPT trains on GPT-2 ids - sample prints ids from <|endoftext|> - bad files named", "[cli][gpt]") {
+  std::vector<std::uint16_t> ids;
+  const fs::path dir = token_dir("halftape-cli-tokens-", 7919, 50257, ids);
   const std::string data = " --data tokens:" + dir.string();
   const Result r = run_halftape("train --model gpt --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --batch-size 2 --steps 2 "
                                 "--eval-windows 4 --no-progress --save " + (dir / "ck").string() + data);
@@ -163,13 +172,8 @@ TEST_CASE("token files: the GPT trains on GPT-2 ids - sample prints ids from <|e
 }
 
 TEST_CASE("token files of another vocabulary: --vocab-size 257 (bytes), padded to 320 with --pad-vocab-to 64", "[cli][gpt]") {
-  const fs::path dir = fs::temp_directory_path() / ("halftape-cli-bytes-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::vector<std::uint16_t> ids(3000);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 131) % 257);
-  for (const char* name : {"train.bin", "val.bin"})
-    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
+  std::vector<std::uint16_t> ids;
+  const fs::path dir = token_dir("halftape-cli-bytes-", 131, 257, ids);
   const std::string ck = (dir / "ck").string();
   const Result r = run_halftape("train --model gpt --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --batch-size 2 --steps 2 "
                                 "--eval-windows 4 --no-progress --vocab-size 257 --pad-vocab-to 64 --save " + ck + " --data tokens:" +
