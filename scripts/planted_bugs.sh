@@ -38,7 +38,7 @@ plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   cp "$work/original" "$work/src/$file"
 }
 
-plant kernels/cross_entropy.cu 's/dlogits\[r \* classes + c\] = /dlogits[r * classes + c + (c + 1 < classes)] = /' \
+plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width + c + (c + 1 < classes)] = /' \
   "kernel cross_entropy*" "cross_entropy: gradient written one column off"
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
