@@ -31,7 +31,6 @@ class Optimizer {
 
   const OptimizerConfig& config() const { return config_; }
   const ArenaShard& shard() const { return shard_; }
-  bool sharded() const { return shard_.begin != 0 || shard_.end != params_.size(); }
   // The optimizer's per-parameter state, shard-shaped: {"exp_avg", ...} or {"momentum_buffer"}.
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
 

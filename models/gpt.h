@@ -41,7 +41,6 @@ class Gpt final : public Model {
   // tokens: (B, T) i32, T <= block size -> logits (B·T, padded vocabulary) compute dtype.
   Var forward(OpContext& ctx, const Tensor& tokens) const override;
   std::int64_t classes() const override { return vocab_; }
-  std::int64_t padded_vocab() const { return padded_vocab_; }
   double flops_per_row() const override;
 
  private:
