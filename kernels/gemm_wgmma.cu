@@ -1,18 +1,24 @@
 // The Hopper GEMM (sm_90a): wgmma from shared memory fed by the tensor memory accelerator (TMA),
-// warp-specialised - one warpgroup loads, two multiply - through a 4-stage mbarrier pipeline.
-// For the forward product (nt: both operands K-major) in fp16 and bf16, chosen at run time on
-// sm_90 when K is a multiple of 8 and the operands are 16-byte aligned (TMA's requirements);
-// every other case runs the mma.sync kernel. One source for nvcc and the emulator (the Hopper
-// instructions are kernels/ptx_sm90.cuh): on HALFTAPE_SIMT_ARCH=sm_90 the emulator runs it in
-// CI (tests/test_gemm.cpp, "[hopper]"); on a GPU a self-check against the mma.sync kernel comes
-// first (engine/gpu/wgmma_self_check.cpp).
+// warp-specialised and persistent - one warpgroup loads, two multiply - through an mbarrier
+// pipeline. For the forward product (nt: both operands K-major) in fp16 and bf16, chosen at run
+// time on sm_90 when K is a multiple of 8 and the operands are 16-byte aligned (TMA's
+// requirements); every other case runs the mma.sync kernel. One source for nvcc and the emulator
+// (the Hopper instructions are kernels/ptx_sm90.cuh): on HALFTAPE_SIMT_ARCH=sm_90 the emulator
+// runs it in CI (tests/test_gemm.cpp, "[hopper]"); on a GPU a self-check against the mma.sync
+// kernel comes first (engine/gpu/wgmma_self_check.cpp).
 //
-//   block tile 128×128, K step 64; stage = A tile [128][64] + B tile [128][64], 128-byte rows
-//   that TMA writes with the 128B swizzle and wgmma reads through matrix descriptors;
-//   consumer warpgroup c computes rows [64c, 64c + 64) with wgmma.m64n128k16 (64 FP32
-//   accumulators a thread), keeping one batch of wgmma in flight while it waits for the next
-//   stage; the producer's single thread waits for a stage to be empty, arms its "full" barrier
-//   with the expected bytes, and issues the two TMA copies.
+//   block tile 128 × kBN (256, or 128 where N would waste a wide tile), K step 64; a stage is an
+//   A tile [128][64] + a B tile [kBN][64] of 128-byte rows that TMA writes with the 128B swizzle
+//   and wgmma reads through matrix descriptors; 192 KiB of stages (4 of 48 KiB at kBN 256, 6 of
+//   32 KiB at 128);
+//   persistent: one block an SM walks the output tiles (blockIdx.x, + gridDim.x, ...) in groups
+//   of kGroupM tile rows, so the blocks running together share A and B tiles in L2; the stage
+//   ring runs on across tiles, so the producer loads the next tile while the consumers store;
+//   the producer warpgroup gives registers back (setmaxnreg.dec to 40) and its one thread waits
+//   for a stage to be empty, arms its "full" barrier with the expected bytes and issues the two
+//   TMA copies; the consumer warpgroups take them (setmaxnreg.inc to 232): consumer c computes
+//   rows [64c, 64c + 64) with wgmma.m64n{kBN}k16 (kBN/2 FP32 accumulators a thread), keeping one
+//   batch of wgmma in flight while it waits for the next stage.
 #include "kernels/gemm_epilogue.cuh"
 #include "kernels/launch.h"
 #include "kernels/ptx_sm90.cuh"
@@ -23,11 +29,20 @@ namespace wgmma_gemm {
 
 using gemm_epilogue::Params;
 
-constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 4, kConsumers = 2;
+constexpr int kBM = 128, kBK = 64, kConsumers = 2;
 constexpr int kThreads = 128 * (kConsumers + 1);
-constexpr int kTileElems = kBM * kBK;                 // one operand tile: 128 rows of 128 bytes
-constexpr int kStageBytes = 2 * kTileElems * 2;       // A and B, 16-bit elements
-constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes + 1024 + 2 * kStages * sizeof(std::uint64_t);
+constexpr int kGroupM = 8;  // tile rows walked together (the L2-friendly order)
+// 384 threads share the SM's 64K registers: 168 each at launch, then the producer's 128 drop to
+// 40 and the consumers' 256 rise to 232 (128·40 + 256·232 = 64512 <= 65536), as CUTLASS does.
+constexpr unsigned kProducerRegisters = 40, kConsumerRegisters = 232;
+constexpr int kPipelineBytes = 192 * 1024;
+
+template <int kBN> struct Tile {
+  static constexpr int kAElems = kBM * kBK, kStageElems = (kBM + kBN) * kBK;
+  static constexpr int kStageBytes = kStageElems * 2;  // 16-bit elements
+  static constexpr int kStages = kPipelineBytes / kStageBytes;
+  static constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes + 1024 + 2 * kStages * sizeof(std::uint64_t);
+};
 
 // A K-major operand in the 128B-swizzled canonical layout: 8-row atoms of 128-byte rows (the
 // stride between atoms, SBO, is 1024 bytes; the leading byte offset is unused there and 1 by
@@ -38,20 +53,32 @@ __device__ __forceinline__ std::uint64_t smem_desc(const void* p) {
          (std::uint64_t{1} << 62);
 }
 
-template <class T>
+// The output tile of the persistent walk's step `linear`: column-major inside groups of kGroupM
+// tile rows, so consecutive steps (the blocks that run at once) cover a few rows of tiles fully.
+struct TileAt {
+  int m0, n0;
+};
+__device__ __forceinline__ TileAt tile_at(int linear, int tiles_m, int tiles_n, int bn) {
+  const int per_group = kGroupM * tiles_n, first = linear / per_group * kGroupM;
+  const int rows = tiles_m - first < kGroupM ? tiles_m - first : kGroupM, in_group = linear % per_group;
+  return {(first + in_group % rows) * kBM, in_group / rows * bn};
+}
+
+template <class T, int kBN>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(HT_SIMT)
+  using L = Tile<kBN>;
   HT_DYNAMIC_SHARED(unsigned char, shared_raw);
   // 128B-swizzled TMA destinations must be 1024-byte aligned.
   unsigned char* base =
       reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(shared_raw) + 1023) & ~std::uintptr_t{1023});
-  T* tiles = reinterpret_cast<T*>(base);
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(base + kStages * kStageBytes);
-  std::uint64_t* empty = full + kStages;
+  T* stages = reinterpret_cast<T*>(base);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(base + L::kStages * L::kStageBytes);
+  std::uint64_t* empty = full + L::kStages;
   const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < L::kStages; ++s) {
       sm90::mbar_init(&full[s], 1);
       sm90::mbar_init(&empty[s], kConsumers);
     }
@@ -59,67 +86,80 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   const int k_tiles = static_cast<int>((p.K + kBK - 1) / kBK);
-  const int m0 = static_cast<int>(blockIdx.x) * kBM, n0 = static_cast<int>(blockIdx.y) * kBN;  // tile_grid
+  const int tiles_m = static_cast<int>((p.M + kBM - 1) / kBM), tiles_n = static_cast<int>((p.N + kBN - 1) / kBN);
+  const int tiles = tiles_m * tiles_n;  // gemm_wgmma_supports keeps it an int
 
   if (warpgroup == 0) {  // the producer
+    sm90::setmaxnreg<false, kProducerRegisters>();
     if (t == 0) {
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % kStages;
-        sm90::mbar_wait(&empty[s], ((kt / kStages) & 1) ^ 1);
-        sm90::mbar_expect_tx(&full[s], kStageBytes);
-        T* a_tile = tiles + s * 2 * kTileElems;
-        sm90::tma_load_2d(a_tile, &map_a, &full[s], kt * kBK, m0);
-        sm90::tma_load_2d(a_tile + kTileElems, &map_b, &full[s], kt * kBK, n0);
+      int it = 0;  // stages filled so far, over every tile: the ring's position and phase
+      for (int linear = static_cast<int>(blockIdx.x); linear < tiles; linear += static_cast<int>(gridDim.x)) {
+        const TileAt at = tile_at(linear, tiles_m, tiles_n, kBN);
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const int s = it % L::kStages;
+          sm90::mbar_wait(&empty[s], ((it / L::kStages) & 1) ^ 1);
+          sm90::mbar_expect_tx(&full[s], L::kStageBytes);
+          T* a_tile = stages + s * L::kStageElems;
+          sm90::tma_load_2d(a_tile, &map_a, &full[s], kt * kBK, at.m0);
+          sm90::tma_load_2d(a_tile + L::kAElems, &map_b, &full[s], kt * kBK, at.n0);
+        }
       }
     }
     return;
   }
+  sm90::setmaxnreg<true, kConsumerRegisters>();
   const int c = warpgroup - 1;  // a consumer: rows [64c, 64c + 64) of the block tile
-  float d[64];
-  HT_UNROLL
-  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
-  // One batch of wgmma stays in flight: after issuing K-tile kt's batch the warpgroup waits only
-  // until kt - 1's has retired (wait_group 1), releases that one's stage to the producer, and
-  // goes on to wait for the next stage while the tensor cores still work on kt.
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % kStages;
-    sm90::mbar_wait(&full[s], (kt / kStages) & 1);
-    __syncwarp();  // the spin may leave the warp diverged; the .sync.aligned wgmma below needs it whole
-    const T* a_tile = tiles + s * 2 * kTileElems + c * 64 * kBK;
-    const T* b_tile = tiles + s * 2 * kTileElems + kTileElems;
-    sm90::fence_operands(d);  // d[] stays in its registers, written, before the batch starts...
-    sm90::wgmma_fence();
-    HT_UNROLL
-    for (int k = 0; k < kBK / 16; ++k) sm90::wgmma_m64n128k16<T>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<1>();    // K-tile kt - 1's batch has retired; kt's may still run
-    sm90::fence_operands(d);  // ...and is touched only after a wait that covers it
-    if (kt > 0 && t == 0) sm90::mbar_arrive(&empty[(kt - 1) % kStages]);  // done reading stage of kt - 1
-  }
-  sm90::wgmma_wait<0>();  // the last batch (no one waits for its stage: the producer is done)
-  sm90::fence_operands(d);
-  // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each
-  // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1), in d[4j .. 4j + 3].
   const int warp = t / 32, lane = t % 32;
-  const std::int64_t row = m0 + 64 * c + 16 * warp + lane / 4;
-  HT_UNROLL
-  for (int j = 0; j < kBN / 8; ++j) {
-    const std::int64_t col = n0 + 8 * j + 2 * (lane % 4);
-    gemm_epilogue::store_pair<T>(p, row, col, d[4 * j], d[4 * j + 1]);
-    gemm_epilogue::store_pair<T>(p, row + 8, col, d[4 * j + 2], d[4 * j + 3]);
+  int it = 0;                   // stages taken so far, as the producer counts them
+  for (int linear = static_cast<int>(blockIdx.x); linear < tiles; linear += static_cast<int>(gridDim.x)) {
+    const TileAt at = tile_at(linear, tiles_m, tiles_n, kBN);
+    float d[kBN / 2];
+    HT_UNROLL
+    for (int i = 0; i < kBN / 2; ++i) d[i] = 0.0f;
+    // One batch of wgmma stays in flight: after issuing K-tile kt's batch the warpgroup waits
+    // only until kt - 1's has retired (wait_group 1), releases that one's stage to the producer,
+    // and goes on to wait for the next stage while the tensor cores still work on kt.
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const int s = it % L::kStages;
+      sm90::mbar_wait(&full[s], (it / L::kStages) & 1);
+      __syncwarp();  // the spin may leave the warp diverged; the .sync.aligned wgmma below needs it whole
+      const T* a_tile = stages + s * L::kStageElems + c * 64 * kBK;
+      const T* b_tile = stages + s * L::kStageElems + L::kAElems;
+      sm90::fence_operands(d);  // d[] stays in its registers, written, before the batch starts...
+      sm90::wgmma_fence();
+      HT_UNROLL
+      for (int k = 0; k < kBK / 16; ++k)
+        sm90::wgmma_m64nNk16<T, kBN>(d, smem_desc(a_tile + 16 * k), smem_desc(b_tile + 16 * k));
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<1>();    // K-tile kt - 1's batch has retired; kt's may still run
+      sm90::fence_operands(d);  // ...and is touched only after a wait that covers it
+      if (kt > 0 && t == 0) sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // done reading stage of kt - 1
+    }
+    sm90::wgmma_wait<0>();  // the tile's last batch
+    sm90::fence_operands(d);
+    if (t == 0) sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // its stage, for the next tile's loads
+    // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each
+    // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1), in d[4j .. 4j + 3].
+    const std::int64_t row = at.m0 + 64 * c + 16 * warp + lane / 4;
+    HT_UNROLL
+    for (int j = 0; j < kBN / 8; ++j) {
+      const std::int64_t col = at.n0 + 8 * j + 2 * (lane % 4);
+      gemm_epilogue::store_pair<T>(p, row, col, d[4 * j], d[4 * j + 1]);
+      gemm_epilogue::store_pair<T>(p, row + 8, col, d[4 * j + 2], d[4 * j + 3]);
+    }
   }
 #else
   __trap();  // built for another architecture: the launcher never gets here
 #endif
 }
 
-// A (rows × K) row-major operand, read in 64 × 128 boxes with the 128B swizzle; outside the
-// matrix TMA fills zeros.
-CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DType dtype) {
+// A (rows × K) row-major operand, read in boxes of 64 (K) × box_rows with the 128B swizzle;
+// outside the matrix TMA fills zeros.
+CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DType dtype, int box_rows) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * 2};
-  const cuuint32_t box[2] = {kBK, kBM};
+  const cuuint32_t box[2] = {kBK, static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = sm90::encode_tensor_map(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
                                const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -128,20 +168,32 @@ CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DTyp
   return map;
 }
 
-template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
+// The tile width for N: 256 unless its last, partly empty column of tiles wastes more than 1/32
+// of the product beyond what 128 wastes (N = 384: 128; 1536: 256; 50304: 256).
+int tile_width(std::int64_t n) {
+  const auto padded = [n](std::int64_t w) { return (n + w - 1) / w * w; };
+  return padded(256) - padded(128) <= n / 32 ? 256 : 128;
+}
+
+template <class T, int kBN> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
-  allow_dynamic_shared_once<gemm_wgmma_kernel<T>, kSharedBytes>();
-  const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype), map_b = tensor_map(g.b, g.N, g.K, g.dtype);
-  const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
-  const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads, kSharedBytes};
-  HT_LAUNCH(gemm_wgmma_kernel<T>, cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
+  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN>, Tile<kBN>::kSharedBytes>();
+  const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype, kBM), map_b = tensor_map(g.b, g.N, g.K, g.dtype, kBN);
+  const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN);
+  const LaunchConfig cfg{dim3(static_cast<unsigned>(std::min<std::int64_t>(tiles, s.sm_count))), kThreads, Tile<kBN>::kSharedBytes};
+  HT_LAUNCH((gemm_wgmma_kernel<T, kBN>), cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
+}
+
+template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
+if (tile_width(args.gemm.N) == 256) launch<T, 256>(args, s);
+  else launch<T, 128>(args, s);
 }
 
 }  // namespace wgmma_gemm
 
 bool gemm_wgmma_supports(const GemmArgs& g) {
   return g.op == GemmOp::nt && (g.dtype == DType::f16 || g.dtype == DType::bf16) && g.K > 0 && g.K % 8 == 0 &&
-         g.M > 0 && g.N > 0 && g.M <= (std::int64_t{1} << 31) && g.N <= std::int64_t{65535} * wgmma_gemm::kBN &&
+         g.M > 0 && g.N > 0 && (g.M + 127) / 128 * ((g.N + 127) / 128) < (std::int64_t{1} << 31) &&
          reinterpret_cast<std::uintptr_t>(g.a) % 16 == 0 && reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
 }
 

@@ -8,7 +8,10 @@
 # simt/racecheck.h) must report as a data race. The Hopper plants (a wrong swizzle mode or
 # leading byte offset in the wgmma descriptors, a missing or too lax wgmma.wait_group, a stage
 # released while its wgmma is in flight, an mbarrier armed
-# with the wrong byte count) run the wgmma GEMM's tests on an emulated sm_90. Takes several minutes.
+# with the wrong byte count, a tile's last stage never released, a partial group of tile rows
+# walked as a whole one) run the wgmma GEMM's tests on an emulated sm_90. Takes about 40 minutes;
+# PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
+# Hopper ones).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -24,6 +27,7 @@ ninja -C "$work/race" tests/halftape_racecheck_tests >/dev/null || { echo "the c
 status=0
 plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   local file=$1 expr=$2 filter=$3 what=$4
+  [[ $what == *"${PLANTS:-}"* ]] || return 0
   cp "$work/src/$file" "$work/original"
   sed -i "$expr" "$work/src/$file"
   if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
@@ -53,6 +57,7 @@ plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]~[.]" "block_sum
 # must report the race.
 race_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   local file=$1 expr=$2 filter=$3 what=$4 order missed=""
+  [[ $what == *"${PLANTS:-}"* ]] || return 0
   cp "$work/src/$file" "$work/original"
   sed -i "$expr" "$work/src/$file"
   if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
@@ -86,13 +91,17 @@ plant kernels/gemm_wgmma.cu 's/(std::uint64_t{1} << 62)/(std::uint64_t{2} << 62)
   "gemm_wgmma: the descriptors say 64B swizzle where TMA wrote 128B"
 plant kernels/gemm_wgmma.cu 's/(std::uint64_t{16 >> 4} << 16)/(std::uint64_t{1024 >> 4} << 16)/' "[hopper][gemm]" \
   "gemm_wgmma: the descriptors' leading byte offset set to the atom stride"
-plant kernels/gemm_wgmma.cu '/  sm90::wgmma_wait<0>();  \/\/ the last batch/d' "[hopper][gemm]" \
+plant kernels/gemm_wgmma.cu '/  sm90::wgmma_wait<0>();  \/\/ the tile.s last batch/d' "[hopper][gemm]" \
   "gemm_wgmma: no wgmma.wait_group 0 before the accumulators are stored"
 plant kernels/gemm_wgmma.cu 's/sm90::wgmma_wait<1>();/sm90::wgmma_wait<2>();/' "[hopper][gemm]" \
   "gemm_wgmma: wait_group 2, so the released stage's wgmma may still be in flight"
-plant kernels/gemm_wgmma.cu 's/if (kt > 0 \&\& t == 0) sm90::mbar_arrive(&empty\[(kt - 1) % kStages\]);/if (t == 0) sm90::mbar_arrive(\&empty[kt % kStages]);/' \
+plant kernels/gemm_wgmma.cu 's/if (kt > 0 \&\& t == 0) sm90::mbar_arrive(&empty\[(it - 1) % L::kStages\]);/if (t == 0) sm90::mbar_arrive(\&empty[it % L::kStages]);/' \
   "[hopper][gemm]" "gemm_wgmma: a stage released while its own wgmma is in flight"
-plant kernels/gemm_wgmma.cu 's/sm90::mbar_expect_tx(&full\[s\], kStageBytes);/sm90::mbar_expect_tx(\&full[s], kStageBytes \/ 2);/' \
+plant kernels/gemm_wgmma.cu 's/sm90::mbar_expect_tx(&full\[s\], L::kStageBytes);/sm90::mbar_expect_tx(\&full[s], L::kStageBytes \/ 2);/' \
   "[hopper][gemm]" "gemm_wgmma: the full barrier armed with half the stage's bytes"
+plant kernels/gemm_wgmma.cu '/    if (t == 0) sm90::mbar_arrive(&empty\[(it - 1) % L::kStages\]);  \/\/ its stage/d' "[hopper][gemm]" \
+  "gemm_wgmma: a tile's last stage never released (the persistent walk's next tile waits for it)"
+plant kernels/gemm_wgmma.cu 's/const int rows = tiles_m - first < kGroupM ? tiles_m - first : kGroupM,/const int rows = kGroupM,/' \
+  "[hopper][gemm]" "gemm_wgmma: the last, partial group of tile rows walked as a whole one"
 unset HALFTAPE_SIMT_ARCH
 exit $status

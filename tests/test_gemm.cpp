@@ -222,8 +222,9 @@ TEST_CASE("tensor-core GEMM with more row tiles than grid.y allows, vs FP64", "[
 }
 
 // The product the wgmma kernel runs, Y = X·Wᵀ (nt), with every epilogue, K a multiple of 8 but
-// not of 64, M and N not multiples of the 128×128 tile, and K long enough to wrap the 4-stage
-// pipeline twice.
+// not of 64, M and N not multiples of its 128×128 and 128×256 tiles, K long enough to wrap the
+// stage ring within a tile, and more tiles than the emulator's SMs (so each block of the
+// persistent grid walks several, the ring running on across them).
 std::vector<Case> wgmma_cases() {
   return {{GemmOp::nt, 1, 8, 8, Epilogue::cast, Activation::none},
           {GemmOp::nt, 65, 129, 72, Epilogue::bias_act, Activation::relu},
@@ -232,7 +233,12 @@ std::vector<Case> wgmma_cases() {
           {GemmOp::nt, 130, 64, 264, Epilogue::store_f32, Activation::none},
           {GemmOp::nt, 3, 300, 24, Epilogue::cast_act_grad, Activation::relu},
           {GemmOp::nt, 257, 40, 40, Epilogue::cast_act_grad, Activation::gelu},
-          {GemmOp::nt, 136, 136, 584, Epilogue::bias_act, Activation::gelu}};
+          {GemmOp::nt, 136, 136, 584, Epilogue::bias_act, Activation::gelu},
+          // 128×256 tiles (N where the wide tile wastes little), a partial last tile of each kind
+          {GemmOp::nt, 130, 512, 200, Epilogue::bias_act, Activation::relu},
+          {GemmOp::nt, 65, 1000, 136, Epilogue::store_f32, Activation::none},
+          // nine tile rows: the persistent walk's groups of eight rows, the last one partial
+          {GemmOp::nt, 1100, 136, 40, Epilogue::cast, Activation::none}};
 }
 
 #if HALFTAPE_HAVE_SIMT

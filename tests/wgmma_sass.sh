@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The wgmma GEMM's SASS, read from the built library (cuobjdump, which scripts/setup.sh
-# installs): fails unless each K-tile of each kernel (fp16, bf16) is the four HGMMA.64x128x16
-# the source asks for, behind one wgmma fence (WARPGROUP.ARRIVE), followed by a wait that leaves
-# one batch in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1), with the one full wait (0x0) after the
-# loop. Prints the instruction counts. (Registers, spills and occupancy of every kernel:
-# tests/kernel_resources.py.)
+# installs): fails unless each of the four kernels (fp16, bf16; 128- and 256-wide tiles) issues
+# each K-tile as the four HGMMA.64xNx16 of its width behind one wgmma fence (WARPGROUP.ARRIVE),
+# followed by a wait that leaves one batch in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1), with the
+# one full wait (0x0) after the K loop, and hands registers from the producer to the consumers
+# (USETMAXREG.DEALLOC 40, USETMAXREG.TRY_ALLOC 232). Prints the instruction counts.
+# (Registers, spills and occupancy of every kernel: tests/kernel_resources.py.)
 #   tests/wgmma_sass.sh CUOBJDUMP LIBRARY
 set -euo pipefail
 cuobjdump=$1 library=$2
@@ -15,17 +16,20 @@ sass=$(mktemp)
 trap 'rm -f "$sass"' EXIT
 NVDISASM_PATH=$(dirname "$cuobjdump") PATH=$(dirname "$cuobjdump"):$PATH "$cuobjdump" -sass "$library" >"$sass"
 awk '
-  /Function :/ { fn = $3; kernels++ }
-  fn != "" && /HGMMA\.64x128x16/ { hgmma[fn]++ }
+  /Function :/ { fn = $3; kernels++; width[fn] = (fn ~ /Li256E/) ? 256 : 128 }
+  fn != "" && /HGMMA\.64x[0-9]+x16/ { match($0, /HGMMA\.64x[0-9]+x16/); shape[fn] = substr($0, RSTART, RLENGTH); hgmma[fn]++ }
   fn != "" && /WARPGROUP\.ARRIVE/ { arrive[fn]++ }
   fn != "" && /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { inflight[fn]++ }
   fn != "" && /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { drain[fn]++ }
+  fn != "" && /USETMAXREG\.DEALLOC\.CTAPOOL 0x28/ { dealloc[fn]++ }
+  fn != "" && /USETMAXREG\.TRY_ALLOC\.CTAPOOL UP[0-9]+, 0xe8/ { alloc[fn]++ }
   END {
     for (f in hgmma) {
-      printf "sm_90a SASS %s: %d HGMMA.64x128x16, %d WARPGROUP.ARRIVE, %d WARPGROUP.DEPBAR.LE gsb0 0x1, %d 0x0\n", f, hgmma[f],
-             arrive[f], inflight[f], drain[f]
-      if (hgmma[f] != 4 || arrive[f] != 1 || inflight[f] != 1 || drain[f] != 1) bad = 1
+      printf "sm_90a SASS %s: %d %s, %d WARPGROUP.ARRIVE, %d WARPGROUP.DEPBAR.LE gsb0 0x1, %d 0x0, USETMAXREG %d dealloc 40 / %d alloc 232\n",
+             f, hgmma[f], shape[f], arrive[f], inflight[f], drain[f], dealloc[f], alloc[f]
+      if (shape[f] != "HGMMA.64x" width[f] "x16" || hgmma[f] != 4 || arrive[f] != 1 || inflight[f] != 1 || drain[f] != 1 ||
+          dealloc[f] != 1 || alloc[f] != 1) bad = 1
     }
-    if (kernels != 2 || length(hgmma) != 2) { print "FAIL: expected two wgmma kernels with HGMMA in the SASS"; bad = 1 }
+    if (kernels != 4 || length(hgmma) != 4) { print "FAIL: expected four wgmma kernels with HGMMA in the SASS"; bad = 1 }
     exit bad
   }' "$sass"
