@@ -39,11 +39,14 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
   if (flags.dry_run) {  // the first step queues the memory account's line; then the formula it must match
     const MemoryAccount& m = trainer.dry_run();
     const StateFormula f = state_formula(config.precision, config.optimizer);
+    const int world = comm->world_size(), stage = world > 1 ? config.zero : 0;
+    const double per_rank = f.per_rank(stage, world);
     if (log)
       *log << fmt::format("dry run: the state is {} bytes a parameter by the formula (master {} + working copy {} + gradients {} + "
-                          "optimizer {}): {:.1f} MiB for {} parameters; measured {:.1f} MiB\n",
+                          "optimizer {}){}: {:.1f} MiB for {} parameters; measured {:.1f} MiB\n",
                           f.total(), f.master, f.working, f.gradients, f.optimizer,
-                          static_cast<double>(f.total()) * static_cast<double>(m.parameters) / (1 << 20), m.parameters,
+                          stage ? fmt::format(", {:.3g} on each of {} ranks with --zero {}", per_rank, world, stage) : "",
+                          per_rank * static_cast<double>(m.parameters) / (1 << 20), m.parameters,
                           static_cast<double>(m.state()) / (1 << 20));
     HT_CHECK(std::cout.flush().good(), "writing the log to standard output failed");
     return 0;

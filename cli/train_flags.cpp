@@ -211,7 +211,7 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
                 "projections (not yet on the attention probabilities)")
       ->check(number_in(0, 0.95));
   t->add_option("--zero", c.zero, "ZeRO stage under mpirun: 0 (each rank holds everything) | 1 (the optimizer state sharded "
-                "over the ranks, each updating its shard)")
+                "over the ranks, each updating its shard) | 2 (the gradients sharded too)")
       ->check(CLI::Range(0, 2));
   t->add_option("--bucket-mb", f.bucket_mb, "allreduce bucket size (MiB)")->check(number_in(0.001, 1e6));
   t->add_option("--first-bucket-mb", f.first_bucket_mb, "size of the first (last layer's) bucket (MiB)")

@@ -48,6 +48,12 @@ void Communicator::all_gather(const void*, void*, std::int64_t, CommDType) {
   fail(fmt::format("all-gather needs ranks to gather from: the {} transport has none (run under mpirun, or --comm nccl)", name()));
 }
 
+std::unique_ptr<CommRequest> Communicator::reduce_scatter_blocks_async(const void*, void*, const std::vector<std::int64_t>&,
+                                                                       CommDType, ReduceOp) {
+  fail(fmt::format("reduce-scatter needs ranks to scatter to: the {} transport has none (run under mpirun, or --comm nccl)",
+                   name()));
+}
+
 CommChoice parse_comm(std::string_view name) {
   if (name == "auto") return CommChoice::auto_;
   if (name == "mpi") return CommChoice::mpi;

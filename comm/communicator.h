@@ -51,6 +51,12 @@ class Communicator {
   // A transport without them (a single process) says so.
   virtual void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op);
   virtual void all_gather(const void* send, void* recv, std::int64_t count, CommDType type);
+  // ZeRO-2's reduce-scatter of a gradient bucket, whose blocks are as long as the ranks' shards
+  // overlap it (counts[r] elements for rank r, 0 allowed; send holds them all in rank order):
+  // rank r receives the reduction of block r into recv (counts[r] elements), asynchronously.
+  virtual std::unique_ptr<CommRequest> reduce_scatter_blocks_async(const void* send, void* recv,
+                                                                   const std::vector<std::int64_t>& counts, CommDType type,
+                                                                   ReduceOp op);
 
   // The control plane: host-side collectives for decisions every rank takes together (start-up
   // checks, stopping on a signal). They wait for no device work; a rank that does not arrive

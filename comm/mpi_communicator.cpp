@@ -80,6 +80,21 @@ class MpiCommunicator final : public Communicator {
     MpiRequest(*this, request, fmt::format("reduce-scatter of {} elements a rank", count), averaging(recv, count, op)).wait();
   }
 
+  std::unique_ptr<CommRequest> reduce_scatter_blocks_async(const void* send, void* recv, const std::vector<std::int64_t>& counts,
+                                                           CommDType type, ReduceOp op) override {
+    HT_CHECK(static_cast<int>(counts.size()) == world_size(), "reduce-scatter: {} block sizes for {} ranks", counts.size(), world_size());
+    std::int64_t total = 0;
+    for (std::int64_t c : counts) total += c;
+    const auto [dtype, mop] = reduction("reduce-scatter", total, type, op);
+    std::vector<int> sizes(counts.begin(), counts.end());
+    const std::int64_t mine = counts[static_cast<std::size_t>(rank())];
+    count_allreduce(total, type);
+    MPI_Request request = MPI_REQUEST_NULL;
+    HT_MPI_CHECK(MPI_Ireduce_scatter(send, recv, sizes.data(), dtype, mop, comm_, &request));
+    return std::make_unique<MpiRequest>(*this, request, fmt::format("bucket reduce-scatter of {} elements", total),
+                                        averaging(recv, mine, op));
+  }
+
   void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
     const MPI_Datatype dtype = reduction("all-gather", count, type, ReduceOp::sum).first;
     MPI_Request request = MPI_REQUEST_NULL;

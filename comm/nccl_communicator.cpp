@@ -121,16 +121,9 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_allreduce(count, type);
-    cudaEvent_t ready = nullptr, done = nullptr;
-    HT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    HT_CUDA_CHECK(cudaEventRecord(ready, compute_));
-    HT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
-    HT_CUDA_CHECK(cudaEventDestroy(ready));
+    comm_after_compute();
     HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, comm_stream_));
-    HT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    HT_CUDA_CHECK(cudaEventRecord(done, comm_stream_));
-    track(comm_stream_, fmt::format("bucket allreduce of {} elements", count));
-    return std::make_unique<NcclRequest>(compute_, done);
+    return comm_request(fmt::format("bucket allreduce of {} elements", count));
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
@@ -141,6 +134,28 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op) override {
     HT_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
     track(compute_, fmt::format("reduce-scatter of {} elements a rank", count));
+  }
+
+  // NCCL's reduce-scatter takes equal blocks: unequal ones are a reduce to each block's rank,
+  // grouped into one launch, on the comm stream after the compute stream's work so far.
+  std::unique_ptr<CommRequest> reduce_scatter_blocks_async(const void* send, void* recv, const std::vector<std::int64_t>& counts,
+                                                           CommDType type, ReduceOp op) override {
+    HT_CHECK(static_cast<int>(counts.size()) == size_, "reduce-scatter: {} block sizes for {} ranks", counts.size(), size_);
+    std::int64_t total = 0;
+    for (std::int64_t c : counts) total += c;
+    count_allreduce(total, type);
+    comm_after_compute();
+    HT_NCCL_CHECK(ncclGroupStart());
+    std::size_t at = 0;
+    for (int r = 0; r < size_; ++r) {
+      const auto n = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+      if (n > 0)
+        HT_NCCL_CHECK(ncclReduce(static_cast<const char*>(send) + at * comm_dtype_size(type), r == rank_ ? recv : nullptr, n,
+                                 nccl_type(type), nccl_op(op), r, comm_, comm_stream_));
+      at += n;
+    }
+    HT_NCCL_CHECK(ncclGroupEnd());
+    return comm_request(fmt::format("bucket reduce-scatter of {} elements", total));
   }
 
   void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
@@ -165,6 +180,22 @@ class NcclCommunicator final : public Communicator {
   void watch_queued_work(const std::string& what) override { track(compute_, what); }
 
  private:
+  // The asynchronous collectives run on the comm stream, after the compute stream's work so far...
+  void comm_after_compute() {
+    cudaEvent_t ready = nullptr;
+    HT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    HT_CUDA_CHECK(cudaEventRecord(ready, compute_));
+    HT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
+    HT_CUDA_CHECK(cudaEventDestroy(ready));
+  }
+  // ... watched, with a request whose wait() makes the compute stream wait for them.
+  std::unique_ptr<CommRequest> comm_request(std::string what) {
+    cudaEvent_t done = nullptr;
+    HT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    HT_CUDA_CHECK(cudaEventRecord(done, comm_stream_));
+    track(comm_stream_, std::move(what));
+    return std::make_unique<NcclRequest>(compute_, done);
+  }
   // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
   // graph is being captured: there is nothing running to watch, only a recording.)
   void track(cudaStream_t stream, std::string what) {

@@ -7,6 +7,15 @@
 // other micro-batches nothing is communicated at all (DDP's no_sync). Gradients are divided by
 // the world size before the sum (DDP's hooks do the same, so fp16 traffic cannot overflow) and
 // may travel as fp16 or bf16 (DDP's fp16_compress_hook, Horovod's Compression.fp16).
+//
+// ZeRO-2 (shards given): the arena keeps only this rank's shard of the gradients. Backward writes
+// each bucket into a staging buffer taken from the caching allocator when its first gradient
+// comes (ParamArena::grad routes there), and every micro-batch - not only the last - sends a full
+// bucket out as a reduce-scatter whose blocks are the ranks' shards' parts of it; each rank adds
+// its block into its shard and the buffer goes back to the cache. Accumulation over
+// micro-batches thus happens in the shards, at the price of a reduce-scatter a micro-batch
+// (DeepSpeed's stage 2 does the same); what a rank keeps is 1/N of the gradients plus the buckets
+// being filled and at most two in flight (the oldest is waited for when a third goes out).
 #pragma once
 
 #include "comm/communicator.h"
@@ -14,6 +23,7 @@
 #include "engine/params.h"
 #include "engine/tape.h"
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -32,14 +42,22 @@ struct ReducerStats {
 
 class Reducer {
  public:
-  Reducer(Backend& backend, Communicator& comm, const ParamArena& params, ReducerConfig config);
+  // shards: every rank's ZeRO-2 shard, by rank (empty: DDP, every rank holds every gradient).
+  Reducer(Backend& backend, Communicator& comm, const ParamArena& params, ReducerConfig config,
+          std::vector<ArenaShard> shards = {});
   ~Reducer();
 
-  // Before each micro-batch's backward: on the last one (sync) buckets go out as they fill.
-  void attach(Tape& tape, bool sync);
-  // After the last backward: every bucket's averaged gradient is in the arena (for work queued
-  // after this call; on NCCL the compute stream waits, the host does not).
+  // Before each micro-batch's backward: on the last one (sync; ZeRO-2: on every one) buckets go
+  // out as they fill.
+  void attach(Tape& tape, bool last_micro_batch);
+  bool syncing() const { return syncing_; }
+  // After a syncing backward: every bucket's averaged gradient is in the arena, or ZeRO-2 added
+  // into this rank's shard (for work queued after this call; on NCCL the compute stream waits,
+  // the host does not).
   void finish();
+  // ZeRO-2: where backward accumulates parameter i's gradient (ParamArena::grad's router): its
+  // slice of its bucket's staging buffer, taken (zeroed) from the cache on first use.
+  Tensor staging(int param);
 
   struct Bucket {
     std::int64_t begin = 0, end = 0;  // arena elements (padding between parameters included)
@@ -47,6 +65,10 @@ class Reducer {
     int pending = 0;                  // parameters whose gradients are not final yet
     Tensor wire;                      // fp16/bf16 copy when compressing
     std::unique_ptr<CommRequest> request;
+    // ZeRO-2
+    std::vector<std::int64_t> blocks;  // by rank: how much of the bucket its shard holds
+    std::int64_t mine_begin = 0;       // the arena element where this rank's block starts
+    Tensor staging, received;          // the micro-batch's gradients; this rank's block, reduced
   };
   const std::vector<Bucket>& buckets() const { return buckets_; }
   const ReducerStats& stats() const { return stats_; }
@@ -54,13 +76,17 @@ class Reducer {
  private:
   void grad_ready(int param);
   void launch(Bucket& b);
+  void complete_oldest();  // waits for the oldest bucket in flight and takes its result
+  static constexpr std::size_t kShardedInFlight = 2;  // ZeRO-2: buckets in flight before the oldest is waited for
 
   Backend& backend_;
   Communicator& comm_;
   const ParamArena& params_;
   ReducerConfig config_;
+  std::vector<ArenaShard> shards_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_param_;
+  std::deque<int> in_flight_;  // buckets launched and not yet completed, oldest first
   bool syncing_ = false;
   ReducerStats stats_;
 };

@@ -68,7 +68,9 @@ class CpuBackend final : public Backend {
   void gemm(const GemmArgs& a) override { gemm_ref(a); }
   void linear_gemm(const LinearGemmArgs& a) override { linear_gemm_ref(a); }
   std::string gemm_kernel_name(DType) const override { return "OpenBLAS"; }
-  std::int32_t grad_stats_blocks(std::int32_t) const override { return 1; }
+  // A partial sum a chunk, as the GPU backends: each chunk's partial is formed alone, so a
+  // sharded run (ZeRO-2) sums the same partials as an unsharded one.
+  std::int32_t grad_stats_blocks(std::int32_t num_chunks) const override { return std::max(1, num_chunks); }
 
  private:
   CachingAllocator allocator_;

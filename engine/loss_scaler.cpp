@@ -32,11 +32,24 @@ void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::i
   HT_CHECK(stage_ == Stage::ready, "LossScaler: unscale() has already been called since the last update()");
   const std::int32_t blocks = backend_.grad_stats_blocks(params_.num_chunks());
   auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
-  backend_.unscale_check_norm({params_.grads().data_as<float>(), params_.chunk_table(), params_.num_chunks(), state(),
-                               block_norm2_.data_as<float>(), blocks, flags});
-  backend_.finalize_grad_stats({block_norm2_.data_as<float>(), blocks, flags,
-                                static_cast<std::int32_t>(params_.params().size()), nonfinite_ring, ring_slots,
-                                max_grad_norm, schedule, state()});
+  auto* partials = block_norm2_.data_as<float>();
+  const auto tensors = static_cast<std::int32_t>(params_.params().size());
+  const ArenaShard& held = params_.grad_range();
+  if (combine_) {
+    // A partial a chunk (grad_stats_blocks), at the chunk's index: this rank's chunks only.
+    HT_CHECK(blocks == params_.num_chunks(), "ZeRO-2 needs a partial sum a chunk ({} partials for {} chunks)", blocks,
+             params_.num_chunks());
+    backend_.fill({partials, blocks, 0.0f});
+    const std::int32_t mine = held.end_chunk - held.first_chunk;
+    if (mine > 0)
+      backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table() + held.first_chunk, mine, state(),
+                                   partials + held.first_chunk, mine, flags});
+    combine_(partials, blocks, flags, tensors);
+  } else {
+    backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), state(), partials,
+                                 blocks, flags});
+  }
+  backend_.finalize_grad_stats({partials, blocks, flags, tensors, nonfinite_ring, ring_slots, max_grad_norm, schedule, state()});
   stage_ = Stage::unscaled;
 }
 

@@ -16,6 +16,8 @@
 #include "engine/params.h"
 #include "kernels/step_state.h"
 
+#include <functional>
+
 namespace ht {
 
 class LossScaler {
@@ -35,6 +37,14 @@ class LossScaler {
   void step(Optimizer& optimizer);     // the optimizer's update, skipped on the device on overflow
   void update(StepRecord* records, std::int32_t ring_slots);  // the step's record: slot steps_done % ring_slots
 
+  // ZeRO-2: this rank holds the gradients of params.grad_range() only. unscale() then checks and
+  // sums that shard, and `combine` adds up every rank's per-chunk partial sums of squares and ORs
+  // its per-tensor overflow flags (allreduces), so that the norm, the clip coefficient and the
+  // skip decision are the whole arena's - bit for bit those of an unsharded run: each chunk's
+  // partial is formed on its one rank and every other rank adds zero to it.
+  using CombineGradStats = std::function<void(float* partials, std::int32_t n, std::int32_t* flags, std::int32_t tensors)>;
+  void combine_sharded_stats(CombineGradStats combine) { combine_ = std::move(combine); }
+
   // Host copy of the device state (synchronises; for checkpoints and tests).
   DeviceStepState read_state() const;
   void write_state(const DeviceStepState& s);
@@ -49,6 +59,7 @@ class LossScaler {
   Tensor state_;            // one DeviceStepState
   Tensor block_norm2_;      // partial sums of squares
   Tensor tensor_nonfinite_; // per-parameter flags
+  CombineGradStats combine_;
 };
 
 }  // namespace ht

@@ -23,7 +23,8 @@ void Optimizer::step(const DeviceStepState* state) {
   base.master = params_.master().data_as<float>();
   base.working = params_.has_separate_working_copy() ? params_.working().data() : nullptr;
   base.working_dtype = params_.working_dtype();
-  base.grads = params_.grads().data_as<float>();
+  HT_ASSERT(params_.grad_range().begin <= shard_.begin && shard_.end <= params_.grad_range().end);
+  base.grads = params_.grad_arena();
   base.moment1 = moment1_.data_as<float>();
   base.moment2 = moment2_.data_as<float>();
   base.state_offset = shard_.begin;

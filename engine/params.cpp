@@ -18,8 +18,16 @@ void ParamArena::allocate(Backend& backend, DType working_dtype) {
   working_ = working_dtype == DType::f32 ? master_ : backend.zeros(Shape{size_}, working_dtype);
   const std::vector<GradChunk> table = chunks(chunk_elements);
   num_chunks_ = static_cast<std::int32_t>(table.size());
+  grad_range_ = {0, num_chunks_, 0, size_};
   chunk_table_ = backend.buffer(table.size() * sizeof(GradChunk));
   if (!table.empty()) backend.upload(chunk_table_.data(), table.data(), table.size() * sizeof(GradChunk));
+}
+
+void ParamArena::shard_gradients(Backend& backend, const ArenaShard& shard, std::function<Tensor(int)> router) {
+  HT_ASSERT(master_.defined() && shard.begin >= 0 && shard.end <= size_ && router);
+  grads_ = backend.zeros(Shape{shard.size()}, DType::f32);
+  grad_range_ = shard;
+  grad_router_ = std::move(router);
 }
 
 ArenaShard ParamArena::shard(int rank, int world) const {

@@ -9,6 +9,7 @@
 #include "engine/backend.h"
 #include "kernels/grad_stats.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,20 @@ class ParamArena {
 
   const Tensor& master() const { return master_; }
   const Tensor& working() const { return working_; }
+  // The FP32 gradients this rank holds: the whole arena, or under ZeRO-2 its shard's elements
+  // grad_range() (shard_gradients); grad_arena()[i] is arena element i's, for i in grad_range().
   const Tensor& grads() const { return grads_; }
+  const ArenaShard& grad_range() const { return grad_range_; }
+  float* grad_arena() const { return grads_.data_as<float>() - grad_range_.begin; }
   Tensor master(int i) const { return view(master_, i); }
   Tensor working(int i) const { return view(working_, i); }
-  Tensor grad(int i) const { return view(grads_, i); }
+  // Where backward accumulates parameter i's gradient: its slice of grads(), or where the router
+  // says (ZeRO-2: a slice of the reducer's bucket, whatever rank holds the shard).
+  Tensor grad(int i) const { return grad_router_ ? grad_router_(i) : view(grads_, i); }
+
+  // ZeRO-2: keep only `shard`'s gradients (after allocate(); they start at zero), and send every
+  // parameter's gradient through `router` during backward.
+  void shard_gradients(Backend& backend, const ArenaShard& shard, std::function<Tensor(int)> router);
 
   void refresh_working_copy(Backend& backend) const;  // working = round(master)
   // Slices of at most `max_chunk` elements that never straddle two parameters.
@@ -68,6 +79,8 @@ class ParamArena {
   std::vector<ParamInfo> params_;
   std::int64_t size_ = 0;
   Tensor master_, working_, grads_;
+  ArenaShard grad_range_;                    // the elements grads_ holds
+  std::function<Tensor(int)> grad_router_;   // ZeRO-2: where backward writes a parameter's gradient
   Tensor chunk_table_;
   std::int32_t num_chunks_ = 0;
 };

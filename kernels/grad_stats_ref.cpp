@@ -5,20 +5,24 @@
 namespace ht {
 
 void unscale_check_norm_ref(const UnscaleArgs& a) {
+  // As the GPU kernel splits the work: partial b sums chunks b, b + num_blocks, ... (in double,
+  // rounded to fp32 once); the backends give a partial a chunk (grad_stats_blocks).
   const float inv_scale = 1.0f / a.state->scaler.scale;
-  double norm2 = 0;
-  for (std::int32_t k = 0; k < a.num_chunks; ++k) {
-    const GradChunk& chunk = a.chunks[k];
-    bool nonfinite = false;
-    for (std::int64_t i = chunk.begin; i < chunk.end; ++i) {
-      const float unscaled = a.grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
-      nonfinite |= !std::isfinite(unscaled);
-      a.grads[i] = unscaled;
-      norm2 += static_cast<double>(unscaled) * unscaled;
+  for (std::int32_t b = 0; b < a.num_blocks; ++b) {
+    double norm2 = 0;
+    for (std::int32_t k = b; k < a.num_chunks; k += a.num_blocks) {
+      const GradChunk& chunk = a.chunks[k];
+      bool nonfinite = false;
+      for (std::int64_t i = chunk.begin; i < chunk.end; ++i) {
+        const float unscaled = a.grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
+        nonfinite |= !std::isfinite(unscaled);
+        a.grads[i] = unscaled;
+        norm2 += static_cast<double>(unscaled) * unscaled;
+      }
+      if (nonfinite) a.tensor_nonfinite[chunk.tensor] = 1;
     }
-    if (nonfinite) a.tensor_nonfinite[chunk.tensor] = 1;
+    a.block_norm2[b] = static_cast<float>(norm2);
   }
-  for (std::int32_t b = 0; b < a.num_blocks; ++b) a.block_norm2[b] = b == 0 ? static_cast<float>(norm2) : 0.0f;
 }
 
 void finalize_grad_stats_ref(const FinalizeArgs& a) {

@@ -24,3 +24,8 @@ expect_failure() {  # NAME LIMIT_SECONDS PATTERN ARGS...
 expect_failure "killed rank" 60 "rank 1.*(signal 9|Killed)|exited on signal 9" --inject-crash 5:1
 # Rank 1 stops answering: rank 0's next collective times out and aborts the job.
 expect_failure "hung rank" 60 "rank 0 of 2: .*allreduce.* did not complete within 3 s" --inject-hang 5:1 --comm-timeout 3
+# The same under --zero 2, where a step's gradients travel as bucket reduce-scatters: a rank that
+# stops answering leaves the others in one, which must say so.
+expect_failure "hung rank under --zero 2" 60 "rank 0 of 2: .*reduce-scatter.* did not complete within 3 s" --inject-hang 5:1 \
+  --comm-timeout 3 --zero 2
+expect_failure "killed rank under --zero 2" 60 "rank 1.*(signal 9|Killed)|exited on signal 9" --inject-crash 5:1 --zero 2

@@ -164,7 +164,7 @@ TEST_CASE("token files: the GPT trains on GPT-2 ids - sample prints ids from <|e
   expect_one_error_line("sample --resume " + (dir / "ck").string() + " --prompt hello", "the model reads token ids (gpt2)");
   expect_one_error_line("train --model gpt --steps 1 --vocab-size 257" + data, "outside the vocabulary (--vocab-size) of 257 ids");
   expect_one_error_line("train --model gpt --steps 1 --vocab-size 257 --data shakespeare", "--vocab-size is the vocabulary of token files");
-  expect_one_error_line("train --steps 1 --data synthetic --zero 2", "--zero 2: stage 2 (sharded gradients) is not written yet");
+  expect_one_error_line("train --steps 1 --data synthetic --zero 3", "--zero: Value 3 not in range 0 to 2");
   ids[1234] = 60000;
   std::ofstream(dir / "val.bin", std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(2 * ids.size()));
   expect_one_error_line("train --model gpt --steps 1" + data, "val.bin: token 1234 (byte 2468) is id 60000");

@@ -304,7 +304,12 @@ TEST_CASE("data parallel: --recompute block gives the same weights bit for bit, 
   }
 }
 
-TEST_CASE("ZeRO-1: --zero 1 trains bit for bit as --zero 0, with an overflow and clipping, holding 1/N of the optimizer state", "[mpi]") {
+// ZeRO-2 with more than two ranks: OpenMPI's reduce-scatter happened to add in its allreduce's
+// order here (measured 0 apart at 4 ranks); another MPI may not, and AdamW amplifies the last bits
+// of near-zero gradients (see the GPT test above), hence a bound rather than equality.
+constexpr double kZero2Bound = 1e-5;
+
+TEST_CASE("ZeRO-1 and 2: --zero 1 and 2 train bit for bit as --zero 0, with an overflow and clipping, holding 1/N of the optimizer state (2: and of the gradients)", "[mpi]") {
   const int world = g_world->size();
   struct Case { bool gpt; OptimizerKind kind; std::int64_t steps; };
   for (DeviceChoice d : cpu_and_simt())
@@ -313,21 +318,69 @@ TEST_CASE("ZeRO-1: --zero 1 trains bit for bit as --zero 0, with an overflow and
       c.precision = Precision::fp16;
       c.optimizer.kind = k.kind;
       c.clip_grad_norm = 0.5f;
-      if (world > 1) c.inject_overflow = parse_overflow_injections("3:1");  // rank 1's overflow: every rank skips step 3
+      // The last rank's overflow: every rank skips step 3. (Under --zero 2 it poisons the first
+      // gradient that rank holds; with more ranks than the MLP has chunks, some ranks hold none.)
+      if (world > 1) c.inject_overflow = parse_overflow_injections(fmt::format("3:{}", k.gpt ? world - 1 : 0));
       const DistributedRun plain = train_distributed(c, d, k.steps);
-      c.zero = 1;
-      const DistributedRun sharded = train_distributed(c, d, k.steps);
-      INFO("device " << static_cast<int>(d) << ", world " << world << (k.gpt ? ", gpt " : ", mlp ") << optimizer_name(k.kind));
+      for (int stage : {1, 2}) {
+        c.zero = stage;
+        const DistributedRun sharded = train_distributed(c, d, k.steps);
+        INFO("device " << static_cast<int>(d) << ", world " << world << (k.gpt ? ", gpt " : ", mlp ") << optimizer_name(k.kind)
+                       << ", --zero " << stage);
+        REQUIRE(plain.master.size() == sharded.master.size());
+        CHECK(identical_across_ranks(sharded.master));
+        REQUIRE(plain.optimizer.size() == sharded.optimizer.size());
+        if (stage == 1 || world <= 2) {  // the same sums: the allreduce's, or a + b in either order
+          CHECK(std::memcmp(plain.master.data(), sharded.master.data(), plain.master.size() * sizeof(float)) == 0);
+          for (std::size_t i = 0; i < plain.optimizer.size(); ++i) CHECK(plain.optimizer[i].second == sharded.optimizer[i].second);
+        } else {  // MPI's reduce-scatter adds more than two ranks' gradients in another order than its allreduce
+          const double difference = max_relative_difference(sharded.master, plain.master);
+          INFO("worst relative difference " << difference);
+          CHECK(difference <= kZero2Bound);
+        }
+        // The state a rank holds: its shard, at most one chunk over an even split.
+        const auto kinds = static_cast<std::size_t>(plain.optimizer.size());
+        const std::size_t even = static_cast<std::size_t>(sharded.memory.parameters) / static_cast<std::size_t>(world);
+        const std::size_t shard_bytes = (even + ParamArena::chunk_elements) * sizeof(float);
+        CHECK(sharded.memory.optimizer <= kinds * shard_bytes);
+        CHECK(plain.memory.optimizer == kinds * static_cast<std::size_t>(plain.memory.parameters) * sizeof(float));
+        if (stage == 2) CHECK(sharded.memory.gradients <= shard_bytes);
+        else CHECK(sharded.memory.gradients == plain.memory.gradients);
+      }
+    }
+}
+
+TEST_CASE("ZeRO-2: an overflow injected on a rank that holds no gradients is refused, on every rank", "[mpi]") {
+  const int world = g_world->size();
+  if (world < 4) {
+    WARN("skipped: with " << world << " ranks every rank holds some of the small MLP's gradients (4 ranks leave rank 1 none)");
+    return;
+  }
+  TrainConfig c = dp_config(world);
+  c.zero = 2;
+  c.inject_overflow = parse_overflow_injections("3:1");
+  CHECK_THROWS_WITH(train_distributed(c, DeviceChoice::cpu, 3), Catch::Contains("with --zero 2 it holds no gradients"));
+}
+
+TEST_CASE("ZeRO-2: gradient accumulation and fp16 buckets (reduced every micro-batch) stay close to --zero 0", "[mpi]") {
+  const int world = g_world->size();
+  for (DeviceChoice d : cpu_and_simt())
+    for (DType wire : {DType::f32, DType::f16}) {
+      TrainConfig c = dp_config(world);  // SGD with momentum: differences stay proportional
+      c.batch_size = 16 / world;
+      c.accum_steps = 2;
+      c.allreduce_dtype = wire;
+      const DistributedRun plain = train_distributed(c, d, 20);
+      c.zero = 2;
+      const DistributedRun sharded = train_distributed(c, d, 20);
+      INFO("device " << static_cast<int>(d) << ", world " << world << ", wire " << dtype_name(wire));
       REQUIRE(plain.master.size() == sharded.master.size());
-      CHECK(std::memcmp(plain.master.data(), sharded.master.data(), plain.master.size() * sizeof(float)) == 0);
       CHECK(identical_across_ranks(sharded.master));
-      REQUIRE(plain.optimizer.size() == sharded.optimizer.size());
-      for (std::size_t i = 0; i < plain.optimizer.size(); ++i) CHECK(plain.optimizer[i].second == sharded.optimizer[i].second);
-      // The state a rank holds: its shard, at most one chunk over an even split.
-      const auto kinds = static_cast<std::size_t>(plain.optimizer.size());
-      const std::size_t even = static_cast<std::size_t>(sharded.memory.parameters) / static_cast<std::size_t>(world);
-      CHECK(sharded.memory.optimizer <= kinds * (even + ParamArena::chunk_elements) * sizeof(float));
-      CHECK(plain.memory.optimizer == kinds * static_cast<std::size_t>(plain.memory.parameters) * sizeof(float));
+      const double worst = max_relative_difference(sharded.master, plain.master);
+      INFO("worst relative difference " << worst);
+      // fp16 on the wire rounds each micro-batch's sum instead of the window's: a looser bound.
+      CHECK(worst <= (wire == DType::f32 ? 1e-6 : 1e-2));
+      if (world > 1) CHECK(sharded.reducer.allreduce_calls == 2 * plain.reducer.allreduce_calls);  // a micro-batch each
     }
 }
 

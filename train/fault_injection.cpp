@@ -61,6 +61,12 @@ bool FaultInjector::overflow_at(std::int64_t step) const {
   return false;
 }
 
+bool FaultInjector::overflows_on_this_rank() const {
+  for (const OverflowInjection& inj : overflows_)
+    if (inj.rank < 0 || inj.rank == rank_) return true;
+  return false;
+}
+
 void FaultInjector::at_step_start(std::int64_t step) const {
   for (const FaultInjection& f : faults_) {
     if (f.kind == FaultInjection::crash_in_save || f.step != step || f.rank != rank_) continue;

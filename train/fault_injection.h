@@ -40,6 +40,7 @@ class FaultInjector {
   // A fault naming a rank the job does not have is an error (it would silently never happen).
   void check_ranks(int world_size) const;
   bool overflow_at(std::int64_t step) const;
+  bool overflows_on_this_rank() const;
   void at_step_start(std::int64_t step) const;  // crash or hang, when asked for
   // The hook a checkpoint save of `step` calls at each of its points.
   std::function<void(SavePoint)> save_hook(std::int64_t step) const;

@@ -8,8 +8,9 @@
 //     data           the training and evaluation data on the device
 //     master         FP32 weights                    4 bytes a parameter
 //     working        the fp16/bf16 copy the kernels read (none in fp32)   2
-//     gradients      FP32, accumulated over micro-batches                 4
-//     optimizer      AdamW's two FP32 moments 8; SGD's momentum 4 (none without momentum)
+//     gradients      FP32, accumulated over micro-batches                 4 (÷N with --zero 2)
+//     optimizer      AdamW's two FP32 moments 8; SGD's momentum 4 (none without momentum; ÷N
+//                    with --zero 1 or 2)
 //     rounding       what the allocator adds to the state's blocks (large blocks are whole 2 MiB)
 //     other          loss scaler, step-record rings, the chunk table, allreduce buckets
 //   in a step:
@@ -36,6 +37,11 @@ namespace ht {
 struct StateFormula {
   int master = 4, working = 0, gradients = 4, optimizer = 0;
   int total() const { return master + working + gradients + optimizer; }
+  // A rank's share under --zero `stage` over `world` ranks: the optimizer state 1/world from
+  // stage 1, the gradients too from stage 2 (shards are whole chunks: within a chunk of this).
+  double per_rank(int stage, int world) const {
+    return master + working + gradients / (stage >= 2 ? double(world) : 1.0) + optimizer / (stage >= 1 ? double(world) : 1.0);
+  }
 };
 StateFormula state_formula(Precision precision, const OptimizerConfig& optimizer);
 

@@ -26,8 +26,8 @@ DType compute_dtype(Precision p) {
 
 void TrainConfig::validate() const {
   HT_CHECK(batch_size >= 1, "--batch-size must be at least 1, got {}", batch_size);
-  HT_CHECK(zero == 0 || zero == 1, "--zero {}: stage 2 (sharded gradients) is not written yet; --zero 1 shards the optimizer "
-           "state", zero);
+  HT_CHECK(zero >= 0 && zero <= 2, "--zero {}: the stages are 0 (no sharding), 1 (optimizer state) and 2 (optimizer state and "
+           "gradients)", zero);
   HT_CHECK(accum_steps >= 1, "--accum-steps must be at least 1, got {}", accum_steps);
   HT_CHECK(epochs >= 1 || steps.has_value(), "--epochs must be at least 1, got {}", epochs);
   HT_CHECK(!steps || *steps >= 0, "--steps must be >= 0, got {}", steps.value_or(0));

@@ -90,15 +90,25 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
     comm.broadcast(params_.master().data(), params_.master().bytes(), 0);
     params_.refresh_working_copy(backend);
   }
+  if (config_.zero >= 1 && comm.world_size() > 1)
+    for (int r = 0; r < comm.world_size(); ++r) shards_.push_back(params_.shard(r, comm.world_size()));
   if (comm.world_size() > 1 || comm.name() == "nccl") {  // (NCCL on one rank: a check of the path)
     reducer_ = std::make_unique<Reducer>(backend, comm, params_,
-                                         ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype});
+                                         ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype},
+                                         config_.zero >= 2 ? shards_ : std::vector<ArenaShard>{});
   }
 
   scaler_ = std::make_unique<LossScaler>(backend, params_, config_.scaler, config_.precision == Precision::fp16);
-  if (config_.zero >= 1 && comm.world_size() > 1) {
-    for (int r = 0; r < comm.world_size(); ++r) shards_.push_back(params_.shard(r, comm.world_size()));
-    optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer, shards_[static_cast<std::size_t>(comm.rank())]);
+  if (!shards_.empty()) {
+    const ArenaShard& mine = shards_[static_cast<std::size_t>(comm.rank())];
+    optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer, mine);
+    if (config_.zero >= 2) shard_gradients(mine);
+    // An injected overflow poisons the first gradient a rank holds: under ZeRO-2 a rank may hold none.
+    check_on_every_rank(comm, "checking --inject-overflow", [&] {
+      HT_CHECK(!faults_.overflows_on_this_rank() || params_.grads().numel() > 0,
+               "--inject-overflow on rank {}: with --zero 2 it holds no gradients (the model has fewer chunks of {} than "
+               "ranks); inject on rank 0", comm.rank(), ParamArena::chunk_elements);
+    });
   } else {
     optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
   }
@@ -212,13 +222,14 @@ void Trainer::queue_step(bool inject_overflow) {
       memory_.activations = std::max(memory_.activations, in_use > step_base_ ? in_use - step_base_ : 0);
     }
     // scaled backward: parameter gradients accumulate in the FP32 arena; on the last
-    // micro-batch each allreduce bucket goes out as soon as its gradients are final
+    // micro-batch (ZeRO-2: on each) every bucket goes out as soon as its gradients are final
     tape.backward();
+    // allreduce: wait for every bucket (gradients are now averaged over the ranks; ZeRO-2: every
+    // micro-batch's, each rank's part added into its shard)
+    if (reducer_ && reducer_->syncing()) reducer_->finish();
   }
-  // allreduce: wait for every bucket (gradients are now averaged over the ranks)
-  if (reducer_) reducer_->finish();
 
-  if (inject_overflow) backend_.fill({params_.grad(0).data_as<float>(), 1, INFINITY});
+  if (inject_overflow) backend_.fill({params_.grads().data_as<float>(), 1, INFINITY});  // the first gradient it holds
   // unscale, check for inf/NaN, global norm, clip coefficient
   scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip

@@ -78,7 +78,10 @@ class Trainer {
  private:
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes);
-  // ZeRO-1: every rank updated its own shard of the master weights; each shard goes to every
+  // ZeRO-2: the arena keeps `mine` of the gradients, backward writes to the reducer's buckets,
+  // the scaler combines the shards' norm partials and overflow flags over the ranks.
+  void shard_gradients(const ArenaShard& mine);
+  // ZeRO-1/2: every rank updated its own shard of the master weights; each shard goes to every
   // rank, the working copy follows, and the gradients the optimizer did not zero are zeroed.
   void share_updated_shards();
   // Every rank's shard of an arena-shaped FP32 buffer, from its owner to every rank (a broadcast a
@@ -116,7 +119,7 @@ class Trainer {
   std::int64_t start_step_ = 0;       // where this run began (the resumed step, or 0)
   std::int64_t checked_through_ = 0;  // check_health has looked at every step up to here
   std::unique_ptr<StepLog> log_;
-  std::vector<ArenaShard> shards_;       // ZeRO-1: every rank's shard, by rank (empty without sharding)
+  std::vector<ArenaShard> shards_;       // ZeRO-1/2: every rank's shard, by rank (empty without sharding)
   MemoryAccount memory_;
   std::size_t memory_base_ = 0;          // allocator bytes in use before the trainer allocated anything
   bool measuring_step_ = false;          // the step being queued is the one the account measures

@@ -1,7 +1,9 @@
-// ZeRO-1, the trainer's side (docs/distributed.md): each rank's optimizer updates only its shard of
-// the arena (engine/optimizer.h); after the update every shard of the FP32 master weights goes to
-// every rank, and a checkpoint gathers the whole optimizer state, so checkpoints are the same at
-// any stage and number of ranks.
+// ZeRO-1 and 2, the trainer's side (docs/distributed.md): each rank's optimizer updates only its
+// shard of the arena (engine/optimizer.h); after the update every shard of the FP32 master weights
+// goes to every rank, and a checkpoint gathers the whole optimizer state, so checkpoints are the
+// same at any stage and number of ranks. ZeRO-2 also keeps only the shard's gradients: the
+// reducer (comm/reducer.h) reduce-scatters each bucket into them, and the scaler's norm and
+// overflow check combine the shards' partials.
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -16,11 +18,20 @@ void Trainer::share_shards(float* arena) const {
                       static_cast<int>(r));
 }
 
+void Trainer::shard_gradients(const ArenaShard& mine) {
+  params_.shard_gradients(backend_, mine, [r = reducer_.get()](int param) { return r->staging(param); });
+  scaler_->combine_sharded_stats([this](float* partials, std::int32_t n, std::int32_t* flags, std::int32_t tensors) {
+    comm_.allreduce(partials, n, CommDType::f32, ReduceOp::sum);   // each chunk's partial plus zeros
+    comm_.allreduce(flags, tensors, CommDType::i32, ReduceOp::max);  // any shard's overflow, everywhere
+  });
+}
+
 void Trainer::share_updated_shards() {
   share_shards(params_.master().data_as<float>());
   params_.refresh_working_copy(backend_);
-  const ArenaShard& mine = optimizer_->shard();
-  float* grads = params_.grads().data_as<float>();
+  const ArenaShard &mine = optimizer_->shard(), &held = params_.grad_range();
+  if (held.size() == mine.size()) return;  // ZeRO-2: the optimizer zeroed every gradient held
+  float* grads = params_.grads().data_as<float>();  // ZeRO-1: the gradients beyond the shard
   backend_.fill({grads, mine.begin, 0.0f});
   backend_.fill({grads + mine.end, params_.size() - mine.end, 0.0f});
 }
