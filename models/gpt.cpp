@@ -53,13 +53,17 @@ Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const Block& b = blocks_[l];
     const auto site = static_cast<std::uint32_t>(1 + 2 * l);  // this block's two dropout sites: site, site + 1
-    const auto block = [&b, B, dtype, heads = spec_.n_head, site](OpContext& c, const Var& in) {
-      const Var a = causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads);
+    const auto attention = [&b, B, dtype, heads = spec_.n_head](OpContext& c, const Var& in) {
+      return causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads);
+    };
+    const bool recompute_attention = spec_.recompute == GptSpec::Recompute::attention;
+    const auto block = [&b, dtype, site, attention, recompute_attention](OpContext& c, const Var& in) {
+      const Var a = recompute_attention ? recompute(c, in, attention) : attention(c, in);
       const Var mid = residual_add(c, in, dropout(c, linear(c, a, b.attn_proj), site));
       const Var m = linear(c, linear(c, layer_norm(c, mid, b.ln_2_weight, b.ln_2_bias, dtype), b.c_fc), b.mlp_proj);
       return residual_add(c, mid, dropout(c, m, site + 1));
     };
-    x = spec_.recompute_blocks ? recompute(ctx, x, block) : block(ctx, x);
+    x = spec_.recompute == GptSpec::Recompute::block ? recompute(ctx, x, block) : block(ctx, x);
   }
   const Var h = layer_norm(ctx, x, ln_f_weight_, ln_f_bias_, dtype);
   return linear(ctx, h, {wte_, -1, Activation::none});  // lm_head, tied to wte

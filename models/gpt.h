@@ -17,7 +17,9 @@
 // decay), and are drawn from a seed stream of their own, so a padded model's real weights and
 // losses are those of the unpadded one. --recompute block keeps only each block's input for the
 // backward and runs the block again there (engine/ops.h's recompute): the same gradients, bit
-// for bit, for one more forward of the blocks. drop() is --dropout, in training only
+// for bit, for one more forward of the blocks; --recompute attention does so for ln_1 -> c_attn
+// -> attention only (dropping their normalised input, q/k/v and log-sum-exp), for one more
+// forward of those. drop() is --dropout, in training only
 // (engine/ops.h), at three of nanoGPT's four places: dropout of the attention probabilities
 // inside the fused attention is not written.
 #pragma once

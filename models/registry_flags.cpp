@@ -58,9 +58,14 @@ void add_model_flags(CLI::App* t, ModelSpec& spec) {
                 "gpt: round the vocabulary's rows up to a multiple of N (64: GPT-2's 50257 -> 50304); padding is never predicted")
       ->check(count);
   t->add_option_function<std::string>(
-       "--recompute", [&spec](const std::string& v) { spec.gpt.recompute_blocks = v == "block"; },
-       "gpt: none | block (keep only each block's input for the backward, and run the block again there)")
-      ->check(CLI::IsMember({"none", "block"}))
+       "--recompute",
+       [&spec](const std::string& v) {
+         spec.gpt.recompute = v == "block" ? GptSpec::Recompute::block
+                              : v == "attention" ? GptSpec::Recompute::attention : GptSpec::Recompute::none;
+       },
+       "gpt: none | attention (recompute each block's ln_1, q/k/v and attention in the backward) | block (keep only each "
+       "block's input for the backward, and run the block again there)")
+      ->check(CLI::IsMember({"none", "attention", "block"}))
       ->default_str("none");
   t->add_option("--preset", spec.preset, "gpt: a GPT-2 shape (gpt2 = 12 layers, 12 heads, 768 wide, block 1024, vocabulary "
                 "padded to 64; gpt2-medium, gpt2-large, gpt2-xl); flags given beside it win")

@@ -23,8 +23,11 @@ struct GptSpec {
   std::int64_t n_embd = 128;
   std::int64_t block_size = 64;
   std::int64_t pad_vocab_to = 1;  // wte's rows (and the logits) a multiple of this; 1: the vocabulary as it is
-  bool recompute_blocks = false;  // --recompute block: keep only each block's input for the backward
-                                  // (not in the config: the weights and gradients are the same either way)
+  // --recompute: what the backward recomputes instead of keeping (not in the config: the weights
+  // and gradients are the same either way). attention: each block's ln_1 -> c_attn -> attention
+  // (its normalised input, q/k/v, the attention output and its log-sum-exp), from the block's
+  // input; block: the whole block, keeping only its input.
+  enum class Recompute { none, attention, block } recompute = Recompute::none;
 };
 
 struct ModelSpec {

@@ -295,7 +295,7 @@ TEST_CASE("data parallel: --recompute block gives the same weights bit for bit, 
     c.first_bucket_bytes = 4096;  // several buckets, each sent when its last gradient is final
     c.bucket_bytes = 16384;
     const DistributedRun plain = train_distributed(c, d, 3);
-    c.model.gpt.recompute_blocks = true;
+    c.model.gpt.recompute = GptSpec::Recompute::block;
     const DistributedRun again = train_distributed(c, d, 3);
     INFO("device " << static_cast<int>(d) << ", world " << g_world->size());
     REQUIRE(plain.master.size() == again.master.size());

@@ -146,17 +146,18 @@ TEST_CASE("gpt: a vocabulary padded to a multiple of 64 trains as the unpadded o
   fs::remove_all(root);
 }
 
-TEST_CASE("gpt: --recompute block trains bit for bit as without it (fp16, 2 micro-batches), every device", "[gpt][memory]") {
+TEST_CASE("gpt: --recompute attention and block train bit for bit as without it (fp16, 2 micro-batches), every device", "[gpt][memory]") {
   TrainConfig plain = gpt_config(Precision::fp16);
   plain.model.gpt.n_layer = 2;
   plain.accum_steps = 2;
   plain.steps = 3;
-  TrainConfig again = plain;
-  again.model.gpt.recompute_blocks = true;
   std::vector<DeviceChoice> devices = {DeviceChoice::cpu};
   for (DeviceChoice d : gpu_devices()) devices.push_back(d);
-  for (DeviceChoice d : devices) {
-    INFO(static_cast<int>(d));
+  for (DeviceChoice d : devices)
+    for (GptSpec::Recompute what : {GptSpec::Recompute::attention, GptSpec::Recompute::block}) {
+    TrainConfig again = plain;
+    again.model.gpt.recompute = what;
+    INFO(static_cast<int>(d) << (what == GptSpec::Recompute::block ? " block" : " attention"));
     const TrainRun a = train_in_process(plain, d), b = train_in_process(again, d);
     REQUIRE(a.summary.steps.size() == b.summary.steps.size());
     for (std::size_t s = 0; s < a.summary.steps.size(); ++s) {
@@ -188,7 +189,7 @@ TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit fo
       CHECK(std::fabs(gpu.summary.steps[i].record.loss - cpu.summary.steps[i].record.loss) <= 1e-4 * cpu.summary.steps[i].record.loss);
   }
   TrainConfig again = c;
-  again.model.gpt.recompute_blocks = true;
+  again.model.gpt.recompute = GptSpec::Recompute::block;
   CHECK(train_in_process(again).master == cpu.master);  // the recomputed blocks draw the same masks
   const fs::path root = unique_temp_path("halftape-gpt-dropout");
   c.steps = 6;

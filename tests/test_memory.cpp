@@ -74,14 +74,21 @@ TEST_CASE("memory: the GPT's activations kept for backward grow with the batch, 
   CHECK(a.state() == b.state());
 }
 
-TEST_CASE("memory: --recompute block keeps only the blocks' inputs for the backward", "[memory][gpt]") {
+TEST_CASE("memory: --recompute block keeps only the blocks' inputs for the backward, attention drops q/k/v", "[memory][gpt]") {
   TrainConfig config = gpt_config(Precision::fp16);
   config.model.gpt.n_layer = 4;
   config.batch_size = 8;
   const MemoryAccount plain = account(config, true).first;
-  config.model.gpt.recompute_blocks = true;
+  config.model.gpt.recompute = GptSpec::Recompute::block;
   const MemoryAccount again = account(config, true).first;
   // Kept: the embedding, each block's input and the logits, against every block's activations.
   CHECK(again.activations * 3 < plain.activations);
   CHECK(again.peak() < plain.peak());
+  // --recompute attention: each block drops ln_1's output, q/k/v and the log-sum-exp - four of
+  // the (B, T, C)-sized tensors it keeps (the attention's output stays: attn_proj reads it).
+  config.model.gpt.recompute = GptSpec::Recompute::attention;
+  const MemoryAccount attention = account(config, true).first;
+  const std::size_t btc = 8 * 16 * 32 * 2;  // one (B, T, C) fp16 tensor of this model
+  CHECK(plain.activations - attention.activations >= 4 * 3 * btc);  // at least 3 of the 4 a block, 4 blocks
+  CHECK(attention.activations > again.activations);
 }
