@@ -43,6 +43,16 @@ void select_emulated_arch(const bench::GpuSpec& gpu) {
   }
   ::setenv("HALFTAPE_SIMT_ARCH", gpu.arch, 1);
 }
+// ... and for its SM count, which launchers size grid-stride and persistent grids by: the model's
+// fill (blocks a launch / SMs) is then the modelled GPU's, not the emulator's worker threads'.
+void select_emulated_sms(const bench::GpuSpec& gpu) {
+  const std::string sms = std::to_string(gpu.sms);
+  if (const std::optional<std::string> set = env_value("HALFTAPE_SIMT_SMS")) {
+    HT_CHECK(*set == sms, "HALFTAPE_SIMT_SMS={} contradicts --gpu {} ({} SMs)", *set, gpu.name, gpu.sms);
+    return;
+  }
+  ::setenv("HALFTAPE_SIMT_SMS", sms.c_str(), 1);
+}
 
 int run_profile(ProfileFlags& f, const MpiWorld* world) {
   HT_CHECK(!world || world->size() == 1, "profile runs on one rank (the model is of one GPU); run it without mpirun");
@@ -52,8 +62,10 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   HT_CHECK(have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");
   select_emulated_arch(gpu);
+  select_emulated_sms(gpu);
 
-  const std::int64_t steps = f.train.steps > 0 ? f.train.steps : kDefaultSteps;
+  // --steps as given; not the model's recipe's (2000 for the GPT: a training run, not a profile)
+  const std::int64_t steps = f.train.given.count("--steps") && f.train.steps > 0 ? f.train.steps : kDefaultSteps;
   f.train.steps = steps + kWarmupSteps;
   f.train.device = "simt";
   TrainConfig config = to_config(f.train);

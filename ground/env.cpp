@@ -28,6 +28,7 @@ constexpr EnvVar kVars[] = {
     {"HALFTAPE_SIMT_SCHEDULE", "forward, reverse or shuffle",
      [](std::string_view v) { return v == "forward" || v == "reverse" || v == "shuffle"; }},
     {"HALFTAPE_SIMT_THREADS", "a thread count in [1, 256]", [](std::string_view v) { return in_range(v, 1, 256); }},
+    {"HALFTAPE_SIMT_SMS", "an SM count in [1, 1024]", [](std::string_view v) { return in_range(v, 1, 1024); }},
 };
 
 const EnvVar& find(std::string_view name) {

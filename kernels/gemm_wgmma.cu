@@ -7,10 +7,10 @@
 // runs it in CI (tests/test_gemm.cpp, "[hopper]"); on a GPU a self-check against the mma.sync
 // kernel comes first (engine/gpu/wgmma_self_check.cpp).
 //
-//   block tile 128 × kBN (256, or 128 where N would waste a wide tile), K step 64; a stage is an
-//   A tile [128][64] + a B tile [kBN][64] of 128-byte rows that TMA writes with the 128B swizzle
-//   and wgmma reads through matrix descriptors; 192 KiB of stages (4 of 48 KiB at kBN 256, 6 of
-//   32 KiB at 128);
+//   block tile 128 × kBN (256, or 128 where wide tiles would not fill the SMs or would waste N),
+//   K step 64; a stage is an A tile [128][64] + a B tile [kBN][64] of 128-byte rows that TMA
+//   writes with the 128B swizzle and wgmma reads through matrix descriptors; 192 KiB of stages
+//   (4 of 48 KiB at kBN 256, 6 of 32 KiB at 128);
 //   persistent: one block an SM walks the output tiles (blockIdx.x, + gridDim.x, ...) in groups
 //   of kGroupM tile rows, so the blocks running together share A and B tiles in L2; the stage
 //   ring runs on across tiles, so the producer loads the next tile while the consumers store;
@@ -168,11 +168,14 @@ CUtensorMap tensor_map(const void* base, std::int64_t rows, std::int64_t k, DTyp
   return map;
 }
 
-// The tile width for N: 256 unless its last, partly empty column of tiles wastes more than 1/32
-// of the product beyond what 128 wastes (N = 384: 128; 1536: 256; 50304: 256).
-int tile_width(std::int64_t n) {
+// The tile width: 256 where the wide tiles still give every SM one (fewer, larger tiles only pay
+// once the grid is full) and the last, partly empty column of tiles wastes at most 1/32 of N more
+// than 128-wide ones would (N = 384: 128; 1536, 768 and GPT-2's 50304: 256 on a large enough M);
+// else 128.
+int tile_width(std::int64_t m, std::int64_t n, int sms) {
   const auto padded = [n](std::int64_t w) { return (n + w - 1) / w * w; };
-  return padded(256) - padded(128) <= n / 32 ? 256 : 128;
+  const std::int64_t wide_tiles = (m + kBM - 1) / kBM * (padded(256) / 256);
+  return wide_tiles >= sms && padded(256) - padded(128) <= n / 32 ? 256 : 128;
 }
 
 template <class T, int kBN> void launch(const LinearGemmArgs& args, const Stream& s) {
@@ -185,7 +188,7 @@ template <class T, int kBN> void launch(const LinearGemmArgs& args, const Stream
 }
 
 template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
-if (tile_width(args.gemm.N) == 256) launch<T, 256>(args, s);
+  if (tile_width(args.gemm.M, args.gemm.N, s.sm_count) == 256) launch<T, 256>(args, s);
   else launch<T, 128>(args, s);
 }
 

@@ -65,6 +65,10 @@ class DeviceWorkTimer {  // adds its lifetime's CPU time of this thread to the f
 
 // CPU threads blocks are spread over: HALFTAPE_SIMT_THREADS, else the hardware's.
 int worker_count();
+// The SM count the emulated GPU reports (cudaDeviceProp::multiProcessorCount, by which launchers
+// size grid-stride and persistent grids): HALFTAPE_SIMT_SMS where set (`halftape profile` sets
+// the modelled GPU's, so every grid is the one that GPU gets), else one a worker thread.
+int reported_sm_count();
 
 // The order in which runnable threads are resumed. Forward is the default; reverse and
 // shuffled (HALFTAPE_SIMT_SCHEDULE=reverse|shuffle) shake out missing barriers.

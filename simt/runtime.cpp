@@ -130,7 +130,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::strncpy(prop->name, "SIMT emulator", sizeof(prop->name) - 1);
   prop->major = arch().major;  // HALFTAPE_SIMT_ARCH
   prop->minor = arch().minor;
-  prop->multiProcessorCount = worker_count();  // grid-stride kernels size their grids by this
+  prop->multiProcessorCount = reported_sm_count();  // grid-stride and persistent grids are sized by it
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
   prop->sharedMemPerBlock = kDefaultDynamicShared;  // without the opt-in

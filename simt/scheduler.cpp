@@ -472,6 +472,11 @@ std::mutex g_launch_mutex;
 
 int worker_count() { return workers().size(); }
 
+int reported_sm_count() {
+  if (const std::optional<std::string> s = env_value("HALFTAPE_SIMT_SMS")) return std::stoi(*s);  // checked: ground/env.cpp
+  return worker_count();
+}
+
 namespace {
 thread_local double t_device_work_seconds = 0;
 double thread_cpu_seconds() {

@@ -8,7 +8,9 @@ binary=$1 expect_resources=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 tiny_gpt=(--model gpt --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 4)
-"$binary" profile --gpu h100 "${tiny_gpt[@]}" --steps 1 --json "$out/gpt.json" >"$out/gpt.txt"
+# (no --steps: the profile's own 2 counted steps, not the GPT recipe's 2000; 2 worker threads, whose
+# 8 blocks at most a grid-stride launch would get if the emulator reported its own SM count)
+HALFTAPE_SIMT_THREADS=2 "$binary" profile --gpu h100 "${tiny_gpt[@]}" --json "$out/gpt.json" >"$out/gpt.txt"
 "$binary" profile --gpu a100 --model mlp --data synthetic --hidden 32 --batch-size 32 --json "$out/mlp.json" >"$out/mlp.txt"
 grep -q "MODELLED on h100" "$out/gpt.txt" || { echo "the table does not say it is modelled"; cat "$out/gpt.txt"; exit 1; }
 /usr/bin/python3 - "$expect_resources" "$out/gpt.json" "$out/mlp.json" <<'PY'
@@ -20,6 +22,8 @@ for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_ke
                                     ["gemm_mma_kernel", "adamw_kernel"]]):
     p = json.load(open(path))
     assert p["modelled"] is True and p["modelled_step_ms"] > 0, (path, p.get("modelled_step_ms"))
+    assert p["counted_steps"] == 2, (path, p["counted_steps"])
+    assert p["gpu"]["sms"] == {"h100": 132, "a100": 108}[p["gpu"]["name"]], p["gpu"]
     names = [k["name"] for k in p["kernels"]]
     for k in p["kernels"]:
         missing = [key for key in need if key not in k]
@@ -31,6 +35,10 @@ for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_ke
             assert k["compiled"]["occupancy_limited_by"] in ("registers", "shared", "warps", "blocks"), (path, k["compiled"])
     for m in must:
         assert any(m in n for n in names), (path, m, names)
+    # grids sized by the modelled GPU's SMs (HALFTAPE_SIMT_SMS): AdamW's grid-stride launch covers
+    # the tiny GPT's arena (tens of blocks), not 4 blocks a worker thread
+    adamw = [k for k in p["kernels"] if k["name"].startswith("adamw_kernel")]
+    assert not path.endswith("gpt.json") or adamw[0]["blocks_per_launch"] > 8, adamw
     assert sum(k["flops"] for k in p["kernels"]) > 0, path
     print(path, len(names), "kernels", round(p["modelled_step_ms"], 4), "ms modelled")
 PY
