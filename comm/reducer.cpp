@@ -36,15 +36,16 @@ Reducer::Reducer(Backend& backend, Communicator& comm, const ParamArena& params,
         b.blocks.push_back(std::max<std::int64_t>(0, to - from));
         if (static_cast<int>(r) == comm.rank()) b.mine_begin = from;
       }
-  } else if (config.allreduce_dtype != DType::f32) {
-    for (Bucket& b : buckets_) b.wire = backend.empty(Shape{b.end - b.begin}, config.allreduce_dtype);
   }
+  HT_ASSERT(!config.shard_gradients || !shards_.empty());
+  if (!config.shard_gradients && config.allreduce_dtype != DType::f32)  // (ZeRO-2's only while in flight)
+    for (Bucket& b : buckets_) b.wire = backend.empty(Shape{b.end - b.begin}, config.allreduce_dtype);
 }
 
 Reducer::~Reducer() = default;
 
 void Reducer::attach(Tape& tape, bool last_micro_batch) {
-  syncing_ = last_micro_batch || !shards_.empty();
+  syncing_ = last_micro_batch || config_.shard_gradients;
   if (!syncing_) {
     tape.set_grad_ready_hook(nullptr);
     return;
@@ -62,7 +63,7 @@ void Reducer::grad_ready(int param) {
     in_flight_.push_back(index);
     // ZeRO-2: a bucket's staging buffer lives until its reduce-scatter is done; keeping a few in
     // flight overlaps them with backward without holding every gradient at once.
-    while (!shards_.empty() && in_flight_.size() > kShardedInFlight) complete_oldest();
+    while (config_.shard_gradients && in_flight_.size() > kShardedInFlight) complete_oldest();
   }
   // Let host-side transports make progress on the buckets already in flight.
   for (Bucket& other : buckets_)
@@ -74,10 +75,13 @@ void Reducer::complete_oldest() {
   in_flight_.pop_front();
   b.request->wait();
   b.request.reset();
-  if (!shards_.empty()) {  // ZeRO-2: this rank's block into its shard; the buffers go back
-    float* held = params_.grad_arena() + b.mine_begin;
+  float* held = params_.grad_arena() + b.mine_begin;
+  if (config_.shard_gradients) {  // ZeRO-2: this rank's block into its shard; the buffers go back
     backend_.add({held, DType::f32, b.received.data(), b.received.dtype(), held, b.received.numel()});
     b.staging = b.received = b.wire = Tensor{};
+  } else if (!shards_.empty()) {  // ZeRO-1: this rank's block over its own part of the arena
+    backend_.cast({b.received.data(), b.received.dtype(), held, DType::f32, b.received.numel()});
+    b.received = Tensor{};
   } else if (b.wire.defined()) {
     backend_.cast({b.wire.data(), b.wire.dtype(), params_.grads().data_as<float>() + b.begin, DType::f32, b.end - b.begin});
   }
@@ -92,14 +96,14 @@ Tensor Reducer::staging(int param) {
 
 void Reducer::launch(Bucket& b) {
   const bool sharded = !shards_.empty();
-  HT_ASSERT(!sharded || b.staging.defined());
-  float* slice = sharded ? b.staging.data_as<float>() : params_.grads().data_as<float>() + b.begin;
+  HT_ASSERT(!config_.shard_gradients || b.staging.defined());
+  float* slice = config_.shard_gradients ? b.staging.data_as<float>() : params_.grads().data_as<float>() + b.begin;
   const std::int64_t n = b.end - b.begin;
   backend_.scale({slice, n, 1.0f / static_cast<float>(comm_.world_size())});
   void* wire = slice;
   DType wire_dtype = DType::f32;
   if (config_.allreduce_dtype != DType::f32) {
-    if (sharded) b.wire = backend_.empty(Shape{n}, config_.allreduce_dtype);  // ZeRO-2: only while in flight
+    if (config_.shard_gradients) b.wire = backend_.empty(Shape{n}, config_.allreduce_dtype);  // only while in flight
     backend_.cast({slice, DType::f32, b.wire.data(), b.wire.dtype(), n});
     wire = b.wire.data();
     wire_dtype = b.wire.dtype();

@@ -8,7 +8,12 @@
 // the world size before the sum (DDP's hooks do the same, so fp16 traffic cannot overflow) and
 // may travel as fp16 or bf16 (DDP's fp16_compress_hook, Horovod's Compression.fp16).
 //
-// ZeRO-2 (shards given): the arena keeps only this rank's shard of the gradients. Backward writes
+// ZeRO-1 (shards given): as DDP, but each bucket goes out as a reduce-scatter whose blocks are the
+// ranks' shards' parts of it, and this rank's block replaces its part of the arena: the rest of
+// the arena keeps this rank's own unreduced gradients, which only its shard's owner needs (half
+// an allreduce's traffic; the optimizer and the scaler read the shard only).
+//
+// ZeRO-2 (shards given, shard_gradients): the arena keeps only this rank's shard of the gradients. Backward writes
 // each bucket into a staging buffer taken from the caching allocator when its first gradient
 // comes (ParamArena::grad routes there), and every micro-batch - not only the last - sends a full
 // bucket out as a reduce-scatter whose blocks are the ranks' shards' parts of it; each rank adds
@@ -33,6 +38,7 @@ struct ReducerConfig {
   std::int64_t bucket_bytes = 25 << 20;
   std::int64_t first_bucket_bytes = 1 << 20;
   DType allreduce_dtype = DType::f32;  // what travels on the wire
+  bool shard_gradients = false;        // ZeRO-2 (with shards): the arena holds this rank's shard only
 };
 
 struct ReducerStats {
@@ -42,7 +48,7 @@ struct ReducerStats {
 
 class Reducer {
  public:
-  // shards: every rank's ZeRO-2 shard, by rank (empty: DDP, every rank holds every gradient).
+  // shards: every rank's ZeRO shard, by rank (empty: DDP, every rank reduces every gradient).
   Reducer(Backend& backend, Communicator& comm, const ParamArena& params, ReducerConfig config,
           std::vector<ArenaShard> shards = {});
   ~Reducer();
@@ -51,9 +57,9 @@ class Reducer {
   // out as they fill.
   void attach(Tape& tape, bool last_micro_batch);
   bool syncing() const { return syncing_; }
-  // After a syncing backward: every bucket's averaged gradient is in the arena, or ZeRO-2 added
-  // into this rank's shard (for work queued after this call; on NCCL the compute stream waits,
-  // the host does not).
+  // After a syncing backward: every bucket's averaged gradient is in the arena (ZeRO-1: this
+  // rank's shard of it; ZeRO-2: added into the shard it holds) - for work queued after this call
+  // (on NCCL the compute stream waits, the host does not).
   void finish();
   // ZeRO-2: where backward accumulates parameter i's gradient (ParamArena::grad's router): its
   // slice of its bucket's staging buffer, taken (zeroed) from the cache on first use.

@@ -34,8 +34,8 @@ void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::i
   auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
   auto* partials = block_norm2_.data_as<float>();
   const auto tensors = static_cast<std::int32_t>(params_.params().size());
-  const ArenaShard& held = params_.grad_range();
   if (combine_) {
+    const ArenaShard& held = shard_;
     // A partial a chunk (grad_stats_blocks), at the chunk's index: this rank's chunks only.
     HT_CHECK(blocks == params_.num_chunks(), "ZeRO-2 needs a partial sum a chunk ({} partials for {} chunks)", blocks,
              params_.num_chunks());

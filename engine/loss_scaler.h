@@ -37,13 +37,17 @@ class LossScaler {
   void step(Optimizer& optimizer);     // the optimizer's update, skipped on the device on overflow
   void update(StepRecord* records, std::int32_t ring_slots);  // the step's record: slot steps_done % ring_slots
 
-  // ZeRO-2: this rank holds the gradients of params.grad_range() only. unscale() then checks and
-  // sums that shard, and `combine` adds up every rank's per-chunk partial sums of squares and ORs
-  // its per-tensor overflow flags (allreduces), so that the norm, the clip coefficient and the
-  // skip decision are the whole arena's - bit for bit those of an unsharded run: each chunk's
-  // partial is formed on its one rank and every other rank adds zero to it.
+  // ZeRO: this rank's reduced gradients are those of `shard` only (ZeRO-2: all it holds; ZeRO-1:
+  // the rest of its arena is unreduced). unscale() then checks and sums that shard, and `combine`
+  // adds up every rank's per-chunk partial sums of squares and ORs its per-tensor overflow flags
+  // (allreduces), so that the norm, the clip coefficient and the skip decision are the whole
+  // arena's - bit for bit those of an unsharded run: each chunk's partial is formed on its one
+  // rank and every other rank adds zero to it.
   using CombineGradStats = std::function<void(float* partials, std::int32_t n, std::int32_t* flags, std::int32_t tensors)>;
-  void combine_sharded_stats(CombineGradStats combine) { combine_ = std::move(combine); }
+  void shard_grad_stats(const ArenaShard& shard, CombineGradStats combine) {
+    shard_ = shard;
+    combine_ = std::move(combine);
+  }
 
   // Host copy of the device state (synchronises; for checkpoints and tests).
   DeviceStepState read_state() const;
@@ -59,6 +63,7 @@ class LossScaler {
   Tensor state_;            // one DeviceStepState
   Tensor block_norm2_;      // partial sums of squares
   Tensor tensor_nonfinite_; // per-parameter flags
+  ArenaShard shard_;
   CombineGradStats combine_;
 };
 

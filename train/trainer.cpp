@@ -94,20 +94,21 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
     for (int r = 0; r < comm.world_size(); ++r) shards_.push_back(params_.shard(r, comm.world_size()));
   if (comm.world_size() > 1 || comm.name() == "nccl") {  // (NCCL on one rank: a check of the path)
     reducer_ = std::make_unique<Reducer>(backend, comm, params_,
-                                         ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype},
-                                         config_.zero >= 2 ? shards_ : std::vector<ArenaShard>{});
+                                         ReducerConfig{config_.bucket_bytes, config_.first_bucket_bytes, config_.allreduce_dtype,
+                                                       config_.zero >= 2},
+                                         shards_);
   }
 
   scaler_ = std::make_unique<LossScaler>(backend, params_, config_.scaler, config_.precision == Precision::fp16);
   if (!shards_.empty()) {
     const ArenaShard& mine = shards_[static_cast<std::size_t>(comm.rank())];
     optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer, mine);
-    if (config_.zero >= 2) shard_gradients(mine);
-    // An injected overflow poisons the first gradient a rank holds: under ZeRO-2 a rank may hold none.
+    shard_gradients(mine);
+    // An injected overflow poisons the first gradient of a rank's shard: a rank may have none.
     check_on_every_rank(comm, "checking --inject-overflow", [&] {
-      HT_CHECK(!faults_.overflows_on_this_rank() || params_.grads().numel() > 0,
-               "--inject-overflow on rank {}: with --zero 2 it holds no gradients (the model has fewer chunks of {} than "
-               "ranks); inject on rank 0", comm.rank(), ParamArena::chunk_elements);
+      HT_CHECK(!faults_.overflows_on_this_rank() || mine.size() > 0,
+               "--inject-overflow on rank {}: with --zero {} it holds no shard of the gradients (the model has fewer chunks "
+               "of {} than ranks); inject on rank 0", comm.rank(), config_.zero, ParamArena::chunk_elements);
     });
   } else {
     optimizer_ = std::make_unique<Optimizer>(backend, params_, config_.optimizer);
@@ -229,7 +230,10 @@ void Trainer::queue_step(bool inject_overflow) {
     if (reducer_ && reducer_->syncing()) reducer_->finish();
   }
 
-  if (inject_overflow) backend_.fill({params_.grads().data_as<float>(), 1, INFINITY});  // the first gradient it holds
+  if (inject_overflow) {  // the first gradient of the rank's shard (of the arena, unsharded): what its scaler checks
+    const std::int64_t first = shards_.empty() ? 0 : shards_[static_cast<std::size_t>(comm_.rank())].begin;
+    backend_.fill({params_.grad_arena() + first, 1, INFINITY});
+  }
   // unscale, check for inf/NaN, global norm, clip coefficient
   scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip

@@ -78,8 +78,8 @@ class Trainer {
  private:
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes);
-  // ZeRO-2: the arena keeps `mine` of the gradients, backward writes to the reducer's buckets,
-  // the scaler combines the shards' norm partials and overflow flags over the ranks.
+  // ZeRO-1/2: the scaler combines the shards' norm partials and overflow flags over the ranks;
+  // ZeRO-2: the arena keeps `mine` of the gradients, backward writes to the reducer's buckets.
   void shard_gradients(const ArenaShard& mine);
   // ZeRO-1/2: every rank updated its own shard of the master weights; each shard goes to every
   // rank, the working copy follows, and the gradients the optimizer did not zero are zeroed.

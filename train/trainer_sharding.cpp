@@ -19,8 +19,9 @@ void Trainer::share_shards(float* arena) const {
 }
 
 void Trainer::shard_gradients(const ArenaShard& mine) {
-  params_.shard_gradients(backend_, mine, [r = reducer_.get()](int param) { return r->staging(param); });
-  scaler_->combine_sharded_stats([this](float* partials, std::int32_t n, std::int32_t* flags, std::int32_t tensors) {
+  if (config_.zero >= 2)
+    params_.shard_gradients(backend_, mine, [r = reducer_.get()](int param) { return r->staging(param); });
+  scaler_->shard_grad_stats(mine, [this](float* partials, std::int32_t n, std::int32_t* flags, std::int32_t tensors) {
     comm_.allreduce(partials, n, CommDType::f32, ReduceOp::sum);   // each chunk's partial plus zeros
     comm_.allreduce(flags, tensors, CommDType::i32, ReduceOp::max);  // any shard's overflow, everywhere
   });
