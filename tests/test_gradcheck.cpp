@@ -331,3 +331,28 @@ TEST_CASE("gradcheck: a tied weight (embedding and output layer) gets both gradi
   CHECK(fired == std::vector<int>{p[0], p[1]});
   CHECK(wte_grad_when_ready == values_of(*backend, arena.grad(p[0])));  // final when announced
 }
+
+TEST_CASE("gradcheck: dropout with a fixed mask - the backward regenerates the forward's", "[gradcheck]") {
+  // y = dropout(layer_norm(x; w, b)): the mask the forward drew (read back by dropping out ones
+  // under the same key) is the FP64 reference's, and the backward must apply exactly it.
+  std::vector<double> keep;         // 0 or 1/(1 - p), element by element
+  const DeviceStepState step_zero{};  // the step the mask is keyed by (the CPU backend reads host memory)
+  const DropoutContext drop{.p = 0.3f, .seed = 1234, .micro = 5, .state = &step_zero};
+  gradcheck_op({{Shape{4, 6}, false, -2, 2}, {Shape{6}, true, 0.5f, 1.5f}, {Shape{6}, true}},
+               [&](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>& p) {
+                 OpContext with{ctx.backend, ctx.params, ctx.tape, &drop};
+                 const Var y = dropout(with, layer_norm(with, a[0], p[0], p[1], DType::f32), /*site=*/2);
+                 OpContext probe{ctx.backend, ctx.params, nullptr, &drop};
+                 const Var ones = make_var(tensor_from(ctx.backend, std::vector<float>(24, 1.0f), Shape{4, 6}, DType::f32), false);
+                 keep = to_double(values_of(ctx.backend, dropout(probe, ones, 2)->value));
+                 return y;
+               },
+               [&](const auto& in) {
+                 auto y = fp64::layernorm(in[0], in[1], in[2], 4, 6);
+                 for (std::size_t i = 0; i < y.size(); ++i) y[i] *= keep[i];
+                 return y;
+               });
+  const auto dropped = std::count(keep.begin(), keep.end(), 0.0);
+  CHECK(dropped > 0);
+  CHECK(dropped < static_cast<long>(keep.size()));
+}
