@@ -24,6 +24,9 @@ struct Params {
   const void* saved = nullptr;
   Activation act = Activation::none;
   int vector_loads = 1;          // mma kernel: cp.async 16-byte copies (vector_loads_ok)
+  // Split-K (the mma kernel): block z multiplies K elements [z·k_split, (z+1)·k_split) and
+  // stores its FP32 partial at c + z·c_split_stride; unsplit, k_split = K and the stride is 0.
+  std::int64_t k_split = 0, c_split_stride = 0;
 };
 
 inline Params gemm_params(const LinearGemmArgs& args) {
@@ -34,6 +37,7 @@ inline Params gemm_params(const LinearGemmArgs& args) {
   p.M = g.M;
   p.N = g.N;
   p.K = g.K;
+  p.k_split = g.K;
   p.epilogue = args.epilogue;
   p.beta = g.beta;
   p.c = g.c;
@@ -57,9 +61,11 @@ __device__ __forceinline__ void store_pair(const Params& p, std::int64_t m, std:
     const std::int64_t i = m * p.N + col;
     const float acc = vals[e];
     switch (p.epilogue) {
-      case Epilogue::store_f32:
-        p.c[i] = p.beta == 0.0f ? acc : acc + p.beta * p.c[i];
+      case Epilogue::store_f32: {
+        float* c = p.c + blockIdx.z * p.c_split_stride;  // (a split-K partial's own slice)
+        c[i] = p.beta == 0.0f ? acc : acc + p.beta * c[i];
         break;
+      }
       case Epilogue::bias_act: {
         const T z = from_float<T>(acc + (p.bias ? to_float(static_cast<const T*>(p.bias)[col]) : 0.0f));
         if (p.pre) static_cast<T*>(p.pre)[i] = z;

@@ -11,7 +11,10 @@
 #pragma once
 
 #include "kernels/gemm_epilogue.cuh"
+#include "kernels/launch.h"
 #include "kernels/ptx.cuh"
+
+#include <algorithm>
 
 namespace ht::gpu::inline HT_GPU_NS {
 
@@ -90,9 +93,11 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(Params p) {
       HT_UNROLL
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-  const std::int64_t k_tiles = (p.K + kBK - 1) / kBK;
+  // This block's slice of K (all of it unless split: launch's split_k), whole K-tiles.
+  const std::int64_t k_begin = std::int64_t{blockIdx.z} * p.k_split;
+  const std::int64_t k_tiles = ((p.K < k_begin + p.k_split ? p.K : k_begin + p.k_split) - k_begin + kBK - 1) / kBK;
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s * kBK);
+    if (s < k_tiles) load_stage(s, k_begin + s * kBK);
     cp_async_commit();
   }
 
@@ -101,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(Params p) {
     cp_async_wait<kStages - 2>();  // tile kt has landed (for this thread) ...
     __syncthreads();               // ... for every thread; and stage (kt - 1) % kStages is free
     const std::int64_t next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(static_cast<int>(next % kStages), next * kBK);
+    if (next < k_tiles) load_stage(static_cast<int>(next % kStages), k_begin + next * kBK);
     cp_async_commit();
 
     const T* a_tile = smem + (kt % kStages) * 2 * kTileElems;
@@ -160,17 +165,46 @@ inline bool vector_loads_ok(const GemmArgs& g) {
          reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
 }
 
-template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
+// Split-K, for the weight-gradient product (tn, FP32 accumulated into the arena): where its tiles
+// would leave most SMs idle (a layer's dW is a few 128×128 tiles over K = the step's rows), K is
+// cut into up to 16 slices of at least 4 K-tiles, each block's FP32 partial goes to a workspace,
+// and gemm_split_reduce adds them in slice order - deterministic, as everything in the step.
+// Returns the slices (1: no split).
+inline int split_k(const LinearGemmArgs& args, int sms) {
+  const GemmArgs& g = args.gemm;
+  if (g.op != GemmOp::tn || args.epilogue != Epilogue::store_f32) return 1;
+  const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN), k_tiles = (g.K + kBK - 1) / kBK;
+  if (2 * tiles > sms) return 1;
+  const std::int64_t slices = std::min<std::int64_t>({sms / tiles, k_tiles / 4, 16});
+  if (slices < 2) return 1;
+  const std::int64_t per = (k_tiles + slices - 1) / slices;  // K-tiles a slice
+  return static_cast<int>((k_tiles + per - 1) / per);
+}
+inline std::int64_t split_k_workspace(const LinearGemmArgs& args, int sms) {
+  const int slices = split_k(args, sms);
+  return slices > 1 ? slices * args.gemm.M * args.gemm.N : 0;
+}
+
+// workspace: split_k_workspace(args) floats (none when it is 0).
+template <class T> void launch(const LinearGemmArgs& args, const Stream& s, float* workspace) {
   const GemmArgs& g = args.gemm;
   Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
   const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
-  const LaunchConfig cfg{dim3(tiles.x, tiles.y), kThreads, kSharedBytes};
+  const int slices = split_k(args, s.sm_count);
+  if (slices > 1) {
+    p.k_split = ((g.K + kBK - 1) / kBK + slices - 1) / slices * kBK;
+    p.c = workspace;
+    p.beta = 0;
+    p.c_split_stride = g.M * g.N;
+  }
+  const LaunchConfig cfg{dim3(tiles.x, tiles.y, static_cast<unsigned>(slices)), kThreads, kSharedBytes};
   switch (g.op) {
     case GemmOp::nt: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nt>), cfg, s, p); break;
     case GemmOp::nn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nn>), cfg, s, p); break;
     case GemmOp::tn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::tn>), cfg, s, p); break;
   }
+  if (slices > 1) launch_gemm_split_reduce({workspace, slices, g.M * g.N, g.c, g.beta}, s);
 }
 
 }  // namespace mma_gemm

@@ -52,6 +52,10 @@ plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
 plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]~[.]" \
   "gemm_mma: the pipeline waits for one cp.async group too few"
+plant kernels/gemm_mma.cuh 's/    p.k_split = ((g.K + kBK - 1) \/ kBK + slices - 1) \/ slices \* kBK;/    p.k_split = ((g.K + kBK - 1) \/ kBK + slices - 1) \/ slices * kBK - kBK;/' \
+  "[gemm]~[.]" "gemm_mma split-K: each slice one K-tile short (the slices no longer cover K)"
+plant kernels/gemm_tiled.cu 's/for (int z = 0; z < slices; ++z) sum += partials\[z \* n + i\];/for (int z = 1; z < slices; ++z) sum += partials[z * n + i];/' \
+  "[gemm]~[.]" "gemm_split_reduce: the first slice's partial left out"
 plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]~[.]" "block_sum: the barrier between the warp sums and their reduction removed"
 # A race plant: every schedule of the emulator still computes the right answer; ThreadSanitizer
 # must report the race.
@@ -83,7 +87,7 @@ race_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
 race_plant kernels/reduce.cuh '0,/  __syncthreads();/s//  __syncwarp();/' "[kernels]~[.]" \
   "block_sum: a warp barrier where the block barrier between the warp sums and their reduction belongs"
 race_plant kernels/gemm_mma.cuh \
-  '/    __syncthreads();               \/\/ ... for every thread/d; /if (next < k_tiles) load_stage(static_cast<int>(next % kStages), next \* kBK);/s/$/\n    __syncthreads();/' \
+  '/    __syncthreads();               \/\/ ... for every thread/d; /if (next < k_tiles) load_stage(static_cast<int>(next % kStages), k_begin + next \* kBK);/s/$/\n    __syncthreads();/' \
   "[gemm]~[.]" "gemm_mma: the next stage's cp.async issued before the barrier that frees its buffer (overwritten one stage early)"
 # Hopper: the wgmma GEMM on an emulated sm_90 (its FP64 test and the emulator's misuse checks).
 export HALFTAPE_SIMT_ARCH=sm_90

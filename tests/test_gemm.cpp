@@ -112,6 +112,16 @@ void check_case(Backend& b, DType t, const Case& c, std::uint64_t seed) {
     }
 }
 
+// The weight-gradient product (tn, accumulated into FP32) over a K much longer than its few tiles
+// need: split into slices (kernels/gemm_mma.cuh, split_k) - one tile, several, an uneven last
+// slice, the element-wise loads.
+std::vector<Case> split_k_cases() {
+  return {{GemmOp::tn, 100, 72, 600, Epilogue::store_f32, Activation::none},
+          {GemmOp::tn, 136, 264, 1000, Epilogue::store_f32, Activation::none},
+          {GemmOp::tn, 8, 8, 4100, Epilogue::store_f32, Activation::none},
+          {GemmOp::tn, 64, 40, 520, Epilogue::store_f32, Activation::none, 6}};
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   Rng rng(2024);
@@ -136,10 +146,24 @@ std::vector<Case> cases() {
   // Misaligned operands: the element-wise loads.
   out.push_back({GemmOp::nt, 40, 72, 64, Epilogue::bias_act, Activation::relu, 2});
   out.push_back({GemmOp::tn, 64, 40, 72, Epilogue::store_f32, Activation::none, 6});
+  for (const Case& c : split_k_cases()) out.push_back(c);
   return out;
 }
 
 }  // namespace
+
+#if HALFTAPE_HAVE_SIMT
+TEST_CASE("split-K weight-gradient GEMM: up to 16 slices (the emulator reporting 64 SMs), uneven and misaligned, vs FP64", "[gemm][kernels]") {
+  // The backend sizes the split by the SMs it is told of: 64 here, so one tile's K splits 16 ways.
+  ::setenv("HALFTAPE_SIMT_SMS", "64", 1);
+  const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
+  ::unsetenv("HALFTAPE_SIMT_SMS");
+  gpu->set_gemm_impl(GemmImpl::native);
+  std::uint64_t seed = 3100;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Case& c : split_k_cases()) check_case(*gpu, t, c, seed += 10);
+}
+#endif
 
 TEST_CASE("tensor-core GEMM: every layout and epilogue, fp16 and bf16, tails and misaligned operands, vs FP64", "[gemm][kernels]") {
   for (auto& gpu : gpu_backends()) {

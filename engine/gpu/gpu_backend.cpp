@@ -220,8 +220,10 @@ class GpuBackend final : public Backend {
     unfused_linear_gemm(a);
   }
   void mma_linear_gemm(const LinearGemmArgs& a) {
-    if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
-    else launch_gemm_mma_bf16(a, stream_);
+    const std::int64_t workspace_floats = gemm_mma_workspace(a, stream_);  // split-K's partials, if any
+    const Tensor workspace = workspace_floats ? empty(Shape{workspace_floats}, DType::f32) : Tensor{};
+    if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_, workspace.data_as<float>());
+    else launch_gemm_mma_bf16(a, stream_, workspace.data_as<float>());
   }
   // FP32-output GEMM of the unfused path: cuBLAS under --gemm cublas, else the tiled kernel.
   void plain_gemm(const GemmArgs& g) {
