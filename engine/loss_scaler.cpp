@@ -35,15 +35,14 @@ void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::i
   auto* partials = block_norm2_.data_as<float>();
   const auto tensors = static_cast<std::int32_t>(params_.params().size());
   if (combine_) {
-    const ArenaShard& held = shard_;
     // A partial a chunk (grad_stats_blocks), at the chunk's index: this rank's chunks only.
-    HT_CHECK(blocks == params_.num_chunks(), "ZeRO-2 needs a partial sum a chunk ({} partials for {} chunks)", blocks,
+    HT_CHECK(blocks == params_.num_chunks(), "ZeRO needs a partial sum a chunk ({} partials for {} chunks)", blocks,
              params_.num_chunks());
     backend_.fill({partials, blocks, 0.0f});
-    const std::int32_t mine = held.end_chunk - held.first_chunk;
+    const std::int32_t mine = shard_.end_chunk - shard_.first_chunk;
     if (mine > 0)
-      backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table() + held.first_chunk, mine, state(),
-                                   partials + held.first_chunk, mine, flags});
+      backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table() + shard_.first_chunk, mine, state(),
+                                   partials + shard_.first_chunk, mine, flags});
     combine_(partials, blocks, flags, tensors);
   } else {
     backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), state(), partials,

@@ -1,9 +1,9 @@
 // ZeRO-1 and 2, the trainer's side (docs/distributed.md): each rank's optimizer updates only its
 // shard of the arena (engine/optimizer.h); after the update every shard of the FP32 master weights
 // goes to every rank, and a checkpoint gathers the whole optimizer state, so checkpoints are the
-// same at any stage and number of ranks. ZeRO-2 also keeps only the shard's gradients: the
-// reducer (comm/reducer.h) reduce-scatters each bucket into them, and the scaler's norm and
-// overflow check combine the shards' partials.
+// same at any stage and number of ranks. The reducer (comm/reducer.h) reduce-scatters each
+// bucket so that a rank receives its shard's gradients (ZeRO-2 keeps no others), and the scaler's
+// norm and overflow check combine the shards' partials.
 #include "train/trainer.h"
 
 #include <algorithm>
