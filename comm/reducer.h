@@ -74,7 +74,7 @@ class Reducer {
     // ZeRO (with shards)
     std::vector<std::int64_t> blocks;  // by rank: how much of the bucket its shard holds
     std::int64_t mine_begin = 0;       // the arena element where this rank's block starts
-    Tensor staging, received;          // ZeRO-2: the micro-batch's gradients; this rank's block, reduced
+    Tensor staging, received;          // (ZeRO-2) the micro-batch's gradients; this rank's block, reduced
   };
   const std::vector<Bucket>& buckets() const { return buckets_; }
   const ReducerStats& stats() const { return stats_; }
