@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
-# index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short), the
+# index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short, split-K
+# slices that miss part of K or a partial left out of their sum), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
 # and shuffled schedules and prints that they pass) and the racecheck build (ThreadSanitizer,
 # simt/racecheck.h) must report as a data race. The Hopper plants (a wrong swizzle mode or
 # leading byte offset in the wgmma descriptors, a missing or too lax wgmma.wait_group, a stage
-# released while its wgmma is in flight, an mbarrier armed
-# with the wrong byte count, a tile's last stage never released, a partial group of tile rows
-# walked as a whole one) run the wgmma GEMM's tests on an emulated sm_90. Takes about 40 minutes;
+# released while its wgmma is in flight, an mbarrier armed with the wrong byte count, a tile's
+# last stage never released, a partial group of tile rows walked as a whole one) run the wgmma
+# GEMM's tests on an emulated sm_90. Takes about 40 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
 # Hopper ones).
 set -uo pipefail
