@@ -34,24 +34,16 @@ struct ProfileFlags {
 constexpr std::int64_t kDefaultSteps = 2;   // counted steps, after one that is not
 constexpr std::int64_t kWarmupSteps = 1;    // first-step work (weight casts, allocations) left out
 
-// The emulator stands in for the GPU's architecture: HALFTAPE_SIMT_ARCH, set here before the
-// emulator first reads it, or checked against the GPU when the user set it.
-void select_emulated_arch(const bench::GpuSpec& gpu) {
-  if (const std::optional<std::string> arch = env_value("HALFTAPE_SIMT_ARCH")) {
-    HT_CHECK(*arch == gpu.arch, "HALFTAPE_SIMT_ARCH={} contradicts --gpu {} ({})", *arch, gpu.name, gpu.arch);
+// The emulator stands in for the GPU: its architecture (HALFTAPE_SIMT_ARCH) and its SM count
+// (HALFTAPE_SIMT_SMS, which launchers size grid-stride and persistent grids by, so that the
+// model's fill - blocks a launch / SMs - is the GPU's, not the emulator's worker threads'). Each
+// is set here before the emulator first reads it, or checked against the GPU when the user set it.
+void emulate(const char* variable, const std::string& value, const bench::GpuSpec& gpu, const std::string& shown) {
+  if (const std::optional<std::string> set = env_value(variable)) {
+    HT_CHECK(*set == value, "{}={} contradicts --gpu {} ({})", variable, *set, gpu.name, shown);
     return;
   }
-  ::setenv("HALFTAPE_SIMT_ARCH", gpu.arch, 1);
-}
-// ... and for its SM count, which launchers size grid-stride and persistent grids by: the model's
-// fill (blocks a launch / SMs) is then the modelled GPU's, not the emulator's worker threads'.
-void select_emulated_sms(const bench::GpuSpec& gpu) {
-  const std::string sms = std::to_string(gpu.sms);
-  if (const std::optional<std::string> set = env_value("HALFTAPE_SIMT_SMS")) {
-    HT_CHECK(*set == sms, "HALFTAPE_SIMT_SMS={} contradicts --gpu {} ({} SMs)", *set, gpu.name, gpu.sms);
-    return;
-  }
-  ::setenv("HALFTAPE_SIMT_SMS", sms.c_str(), 1);
+  ::setenv(variable, value.c_str(), 1);
 }
 
 int run_profile(ProfileFlags& f, const MpiWorld* world) {
@@ -61,8 +53,8 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   const bench::GpuSpec& gpu = bench::find_gpu(f.gpu);
   if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   HT_CHECK(have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");
-  select_emulated_arch(gpu);
-  select_emulated_sms(gpu);
+  emulate("HALFTAPE_SIMT_ARCH", gpu.arch, gpu, gpu.arch);
+  emulate("HALFTAPE_SIMT_SMS", std::to_string(gpu.sms), gpu, fmt::format("{} SMs", gpu.sms));
 
   // --steps as given; not the model's recipe's (2000 for the GPT: a training run, not a profile)
   const std::int64_t steps = f.train.given.count("--steps") && f.train.steps > 0 ? f.train.steps : kDefaultSteps;

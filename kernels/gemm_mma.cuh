@@ -169,20 +169,23 @@ inline bool vector_loads_ok(const GemmArgs& g) {
 // would leave most SMs idle (a layer's dW is a few 128×128 tiles over K = the step's rows), K is
 // cut into up to 16 slices of at least 4 K-tiles, each block's FP32 partial goes to a workspace,
 // and gemm_split_reduce adds them in slice order - deterministic, as everything in the step.
-// Returns the slices (1: no split).
-inline int split_k(const LinearGemmArgs& args, int sms) {
+struct SplitK {
+  int slices = 1;            // 1: no split
+  std::int64_t k_split = 0;  // K elements a slice (whole K-tiles; the last slice may be shorter)
+};
+inline SplitK split_k(const LinearGemmArgs& args, int sms) {
   const GemmArgs& g = args.gemm;
-  if (g.op != GemmOp::tn || args.epilogue != Epilogue::store_f32) return 1;
+  if (g.op != GemmOp::tn || args.epilogue != Epilogue::store_f32) return {};
   const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN), k_tiles = (g.K + kBK - 1) / kBK;
-  if (2 * tiles > sms) return 1;
+  if (2 * tiles > sms) return {};
   const std::int64_t slices = std::min<std::int64_t>({sms / tiles, k_tiles / 4, 16});
-  if (slices < 2) return 1;
+  if (slices < 2) return {};
   const std::int64_t per = (k_tiles + slices - 1) / slices;  // K-tiles a slice
-  return static_cast<int>((k_tiles + per - 1) / per);
+  return {static_cast<int>((k_tiles + per - 1) / per), per * kBK};
 }
 inline std::int64_t split_k_workspace(const LinearGemmArgs& args, int sms) {
-  const int slices = split_k(args, sms);
-  return slices > 1 ? slices * args.gemm.M * args.gemm.N : 0;
+  const SplitK split = split_k(args, sms);
+  return split.slices > 1 ? split.slices * args.gemm.M * args.gemm.N : 0;
 }
 
 // workspace: split_k_workspace(args) floats (none when it is 0).
@@ -191,9 +194,10 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s, floa
   Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
   const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
-  const int slices = split_k(args, s.sm_count);
+  const SplitK split = split_k(args, s.sm_count);
+  const int slices = split.slices;
   if (slices > 1) {
-    p.k_split = ((g.K + kBK - 1) / kBK + slices - 1) / slices * kBK;
+    p.k_split = split.k_split;
     p.c = workspace;
     p.beta = 0;
     p.c_split_stride = g.M * g.N;

@@ -53,7 +53,7 @@ plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
 plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]~[.]" \
   "gemm_mma: the pipeline waits for one cp.async group too few"
-plant kernels/gemm_mma.cuh 's/    p.k_split = ((g.K + kBK - 1) \/ kBK + slices - 1) \/ slices \* kBK;/    p.k_split = ((g.K + kBK - 1) \/ kBK + slices - 1) \/ slices * kBK - kBK;/' \
+plant kernels/gemm_mma.cuh 's/  return {static_cast<int>((k_tiles + per - 1) \/ per), per \* kBK};/  return {static_cast<int>((k_tiles + per - 1) \/ per), per * kBK - kBK};/' \
   "[gemm]~[.]" "gemm_mma split-K: each slice one K-tile short (the slices no longer cover K)"
 plant kernels/gemm_tiled.cu 's/for (int z = 0; z < slices; ++z) sum += partials\[z \* n + i\];/for (int z = 1; z < slices; ++z) sum += partials[z * n + i];/' \
   "[gemm]~[.]" "gemm_split_reduce: the first slice's partial left out"
