@@ -1,6 +1,7 @@
 // The linear layer's epilogue (bias + activation, rounded where the policy says), the
 // activation's backward, and the bias gradient (a deterministic column reduction).
 #include "kernels/activation.h"
+#include "kernels/column_sums.cuh"
 #include "kernels/launch.h"
 
 namespace ht::gpu::inline HT_GPU_NS {
@@ -30,23 +31,14 @@ __global__ void __launch_bounds__(kBlock) act_backward_kernel(const T* __restric
     dpre[i] = from_float<T>(to_float(dout[i]) * activation_derivative(act, to_float(saved[i])));
 }
 
-// dpre: (rows, cols) T -> dbias: (cols) fp32 +=. A block of 32 columns × 8 row groups; the
-// partial sums are combined in a fixed order, so the result is the same on every run.
-constexpr int kCols = 32, kRowGroups = 8;
+// dpre: (rows, cols) T -> dbias: (cols) fp32 +=, column_sums' pass 1 over one row slice (a
+// deterministic reduction: kernels/column_sums.cuh). partials: (slices, cols) fp32.
 template <class T>
-__global__ void __launch_bounds__(kCols * kRowGroups) bias_grad_kernel(const T* __restrict__ dpre, std::int64_t rows,
-                                                                       std::int64_t cols, float* __restrict__ dbias) {
-  __shared__ float partial[kRowGroups][kCols + 1];
-  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
-  float sum = 0;
-  if (c < cols)
-    for (std::int64_t r = threadIdx.y; r < rows; r += kRowGroups) sum += to_float(dpre[r * cols + c]);
-  partial[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    for (int g = 1; g < kRowGroups; ++g) sum += partial[g][threadIdx.x];
-    dbias[c] += sum;
-  }
+__global__ void __launch_bounds__(column_sums::kCols * column_sums::kRowGroups) bias_grad_kernel(
+    const T* __restrict__ dpre, std::int64_t rows, std::int64_t cols, column_sums::Outputs<1> out, std::int64_t rows_per_slice,
+    float* __restrict__ partials) {
+  const auto term = [&](std::int64_t r, std::int64_t c, float (&v)[1]) { v[0] += to_float(dpre[r * cols + c]); };
+  column_sums::slice_sums<1>(term, rows, cols, rows_per_slice, out, partials);
 }
 
 }  // namespace
@@ -73,10 +65,12 @@ void launch_act_backward(const ActBackwardArgs& a, const Stream& s) {
 
 void launch_bias_grad(const BiasGradArgs& a, const Stream& s) {
   if (a.cols == 0) return;
-  const LaunchConfig cfg{static_cast<unsigned>((a.cols + kCols - 1) / kCols), dim3(kCols, kRowGroups)};
+  const column_sums::Outputs<1> out{{a.dbias}};
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    HT_LAUNCH(bias_grad_kernel<T>, cfg, s, static_cast<const T*>(a.dpre), a.rows, a.cols, a.dbias);
+    column_sums::launch(a.rows, a.cols, out, s, [&](const LaunchConfig& cfg, std::int64_t rows_per_slice, float* partials) {
+      HT_LAUNCH(bias_grad_kernel<T>, cfg, s, static_cast<const T*>(a.dpre), a.rows, a.cols, out, rows_per_slice, partials);
+    });
   });
 }
 

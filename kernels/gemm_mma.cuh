@@ -183,22 +183,18 @@ inline SplitK split_k(const LinearGemmArgs& args, int sms) {
   const std::int64_t per = (k_tiles + slices - 1) / slices;  // K-tiles a slice
   return {static_cast<int>((k_tiles + per - 1) / per), per * kBK};
 }
-inline std::int64_t split_k_workspace(const LinearGemmArgs& args, int sms) {
-  const SplitK split = split_k(args, sms);
-  return split.slices > 1 ? split.slices * args.gemm.M * args.gemm.N : 0;
-}
 
-// workspace: split_k_workspace(args) floats (none when it is 0).
-template <class T> void launch(const LinearGemmArgs& args, const Stream& s, float* workspace) {
+template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
   Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
   const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
   const SplitK split = split_k(args, s.sm_count);
   const int slices = split.slices;
+  const ScratchFloats partials(s, slices > 1 ? slices * g.M * g.N : 0);  // (slices, M, N)
   if (slices > 1) {
     p.k_split = split.k_split;
-    p.c = workspace;
+    p.c = partials.data();
     p.beta = 0;
     p.c_split_stride = g.M * g.N;
   }
@@ -208,7 +204,7 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s, floa
     case GemmOp::nn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nn>), cfg, s, p); break;
     case GemmOp::tn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::tn>), cfg, s, p); break;
   }
-  if (slices > 1) launch_gemm_split_reduce({workspace, slices, g.M * g.N, g.c, g.beta}, s);
+  if (slices > 1) launch_gemm_split_reduce({partials.data(), slices, g.M * g.N, g.c, g.beta}, s);
 }
 
 }  // namespace mma_gemm

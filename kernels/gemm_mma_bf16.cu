@@ -4,8 +4,6 @@
 
 namespace ht::gpu::inline HT_GPU_NS {
 
-void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s, float* workspace) {
-  mma_gemm::launch<__nv_bfloat16>(a, s, workspace);
-}
+void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s) { mma_gemm::launch<__nv_bfloat16>(a, s); }
 
 }  // namespace ht::gpu::inline HT_GPU_NS

@@ -5,9 +5,6 @@
 
 namespace ht::gpu::inline HT_GPU_NS {
 
-void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s, float* workspace) {
-  mma_gemm::launch<__half>(a, s, workspace);
-}
-std::int64_t gemm_mma_workspace(const LinearGemmArgs& a, const Stream& s) { return mma_gemm::split_k_workspace(a, s.sm_count); }
+void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s) { mma_gemm::launch<__half>(a, s); }
 
 }  // namespace ht::gpu::inline HT_GPU_NS

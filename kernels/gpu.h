@@ -48,10 +48,40 @@ namespace ht {
 
 namespace ht::gpu::inline HT_GPU_NS {
 
+// Temporary device memory in stream order, from the backend's caching allocator: memory a
+// launcher takes here stays valid for all the work it queues before giving it back (the stream
+// runs that work first; under graph capture the backend keeps it for the graph).
+struct ScratchAllocator {
+  void* context = nullptr;
+  void* (*allocate)(void* context, std::size_t bytes) = nullptr;
+  void (*release)(void* context, void* ptr) = nullptr;
+};
+
 // What a launcher needs to know about where it runs.
 struct Stream {
   cudaStream_t handle = nullptr;
   int sm_count = 1;  // for sizing grid-stride grids
+  ScratchAllocator scratch;
+};
+
+// `count` floats of the stream's scratch memory, given back when this goes out of scope.
+class ScratchFloats {
+ public:
+  ScratchFloats(const Stream& s, std::int64_t count) : scratch_(s.scratch) {
+    if (count == 0) return;
+    if (!scratch_.allocate) ht::call_failed("ScratchFloats", "this stream has no scratch allocator", __FILE__, __LINE__);
+    data_ = static_cast<float*>(scratch_.allocate(scratch_.context, static_cast<std::size_t>(count) * sizeof(float)));
+  }
+  ~ScratchFloats() {
+    if (data_) scratch_.release(scratch_.context, data_);
+  }
+  ScratchFloats(const ScratchFloats&) = delete;
+  ScratchFloats& operator=(const ScratchFloats&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  ScratchAllocator scratch_;
+  float* data_ = nullptr;
 };
 
 struct LaunchConfig {

@@ -15,11 +15,10 @@ HT_KERNELS(HT_DECLARE_LAUNCH)
 #undef HT_DECLARE_LAUNCH
 // The GEMMs, which the backend chooses among.
 void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
-// Tensor cores, sm_80+; workspace: gemm_mma_workspace(a, s) floats, or null when that is 0 (the
-// split-K weight-gradient product's partials: kernels/gemm_mma.cuh).
-std::int64_t gemm_mma_workspace(const LinearGemmArgs& a, const Stream& s);
-void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s, float* workspace);
-void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s, float* workspace);
+// Tensor cores, sm_80+ (the split-K weight-gradient product's partials come from the stream's
+// scratch memory: kernels/gemm_mma.cuh).
+void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);
+void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
 // c (n) = Σ_z partials[z] (z = 0, 1, ... in order) + beta·c: split-K's second pass.
 struct SplitReduceArgs {
   const float* partials = nullptr;  // (slices, n) fp32

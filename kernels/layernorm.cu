@@ -1,6 +1,7 @@
 // LayerNorm forward and backward (kernels/layernorm.h): a warp per row for the row's statistics
 // and dx; the weight and bias gradients in a second pass, a deterministic column reduction
-// (fixed row groups combined in a fixed order, the same on every device).
+// over row slices (kernels/column_sums.cuh: the same bits on every device).
+#include "kernels/column_sums.cuh"
 #include "kernels/launch.h"
 #include "kernels/reduce.cuh"
 
@@ -59,29 +60,19 @@ __global__ void __launch_bounds__(kBlock) layernorm_dx_kernel(const float* __res
   }
 }
 
-// dweight[c] += Σ_r dout·x̂, dbias[c] += Σ_r dout: a block of 32 columns × 8 row groups.
-constexpr int kCols = 32, kRowGroups = 8;
+// x, dout: (rows, C) -> dweight[c] += Σ_r dout·x̂, dbias[c] += Σ_r dout: column_sums' pass 1
+// over one row slice. partials: (slices, 2, C) fp32.
 template <class T>
-__global__ void __launch_bounds__(kCols * kRowGroups) layernorm_dweight_kernel(
+__global__ void __launch_bounds__(column_sums::kCols * column_sums::kRowGroups) layernorm_dweight_kernel(
     const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd, const T* __restrict__ dout,
-    float* __restrict__ dweight, float* __restrict__ dbias, std::int64_t rows, std::int64_t channels) {
-  __shared__ float partial_w[kRowGroups][kCols + 1], partial_b[kRowGroups][kCols + 1];
-  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
-  float w = 0, b = 0;
-  if (c < channels)
-    for (std::int64_t r = threadIdx.y; r < rows; r += kRowGroups) {
-      const float dy = to_float(dout[r * channels + c]);
-      w += dy * (x[r * channels + c] - mean[r]) * rstd[r];
-      b += dy;
-    }
-  partial_w[threadIdx.y][threadIdx.x] = w;
-  partial_b[threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < channels) {
-    for (int g = 1; g < kRowGroups; ++g) w += partial_w[g][threadIdx.x], b += partial_b[g][threadIdx.x];
-    dweight[c] += w;
-    dbias[c] += b;
-  }
+    column_sums::Outputs<2> out, std::int64_t rows, std::int64_t channels, std::int64_t rows_per_slice,
+    float* __restrict__ partials) {
+  const auto term = [&](std::int64_t r, std::int64_t c, float (&v)[2]) {
+    const float dy = to_float(dout[r * channels + c]);
+    v[0] += dy * (x[r * channels + c] - mean[r]) * rstd[r];
+    v[1] += dy;
+  };
+  column_sums::slice_sums<2>(term, rows, channels, rows_per_slice, out, partials);
 }
 
 }  // namespace
@@ -103,9 +94,11 @@ void launch_layernorm_backward(const LayerNormBackwardArgs& a, const Stream& s) 
     const T* dout = static_cast<const T*>(a.dout);
     HT_LAUNCH(layernorm_dx_kernel<T>, (LaunchConfig{static_cast<unsigned>((a.rows + kWarps - 1) / kWarps), kBlock}), s, a.x,
               a.weight, a.mean, a.rstd, dout, a.dx, a.beta, a.rows, a.channels);
-    HT_LAUNCH(layernorm_dweight_kernel<T>,
-              (LaunchConfig{static_cast<unsigned>((a.channels + kCols - 1) / kCols), dim3(kCols, kRowGroups)}), s, a.x, a.mean,
-              a.rstd, dout, a.dweight, a.dbias, a.rows, a.channels);
+    const column_sums::Outputs<2> out{{a.dweight, a.dbias}};
+    column_sums::launch(a.rows, a.channels, out, s, [&](const LaunchConfig& cfg, std::int64_t rows_per_slice, float* partials) {
+      HT_LAUNCH(layernorm_dweight_kernel<T>, cfg, s, a.x, a.mean, a.rstd, dout, out, a.rows, a.channels, rows_per_slice,
+                partials);
+    });
   });
 }
 

@@ -86,6 +86,9 @@ class GpuBackend final : public Backend {
     HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
     HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
     stream_.sm_count = props_.multiProcessorCount;
+    stream_.scratch = {.context = this,
+                       .allocate = [](void* self, std::size_t n) { return static_cast<GpuBackend*>(self)->allocate(n); },
+                       .release = [](void* self, void* p) { static_cast<GpuBackend*>(self)->deallocate(p); }};
     use_wgmma_ = props_.major == 9 && props_.minor == 0 && env_value("HALFTAPE_WGMMA").value_or("1") == "1" &&
                  wgmma_self_check(*this, stream_);
   }
@@ -208,7 +211,8 @@ class GpuBackend final : public Backend {
         launch_gemm_wgmma(a, stream_);
         return;
       }
-      mma_linear_gemm(a);
+      if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_);
+      else launch_gemm_mma_bf16(a, stream_);
       return;
     }
 #if defined(HT_SIMT)
@@ -218,12 +222,6 @@ class GpuBackend final : public Backend {
     if (gemm_impl_ == GemmImpl::cublas && cublas().fused(a)) return;
 #endif
     unfused_linear_gemm(a);
-  }
-  void mma_linear_gemm(const LinearGemmArgs& a) {
-    const std::int64_t workspace_floats = gemm_mma_workspace(a, stream_);  // split-K's partials, if any
-    const Tensor workspace = workspace_floats ? empty(Shape{workspace_floats}, DType::f32) : Tensor{};
-    if (a.gemm.dtype == DType::f16) launch_gemm_mma_f16(a, stream_, workspace.data_as<float>());
-    else launch_gemm_mma_bf16(a, stream_, workspace.data_as<float>());
   }
   // FP32-output GEMM of the unfused path: cuBLAS under --gemm cublas, else the tiled kernel.
   void plain_gemm(const GemmArgs& g) {

@@ -81,8 +81,8 @@ bool wgmma_self_check(Backend& b, const Stream& stream) {
                         .out = out[0].data(),
                         .bias = bias.data(),
                         .act = Activation::gelu};
-    if (t == DType::f16) launch_gemm_mma_f16(args, stream, nullptr);  // (nt: never split)
-    else launch_gemm_mma_bf16(args, stream, nullptr);
+    if (t == DType::f16) launch_gemm_mma_f16(args, stream);
+    else launch_gemm_mma_bf16(args, stream);
     args.out = out[1].data();
     try {
       launch_gemm_wgmma(args, stream);
