@@ -32,7 +32,7 @@ Timing time_loss_scaling(Harness& h, std::int64_t elements) {
   s.scaler.scale = 1024;
   b.upload(state.data(), &s, sizeof(s));
   return h.time([&] {
-    b.unscale_check_norm({arena.grads().data_as<float>(), arena.chunk_table(), num_chunks,
+    b.check_norm({arena.grads().data_as<float>(), arena.chunk_table(), num_chunks,
                           state.data_as<DeviceStepState>(), partials.data_as<float>(), blocks, flags.data_as<std::int32_t>()});
     b.finalize_grad_stats({partials.data_as<float>(), blocks, flags.data_as<std::int32_t>(), 1, log.data_as<std::int32_t>(), 1,
                            1.0f, LrSchedule{}, state.data_as<DeviceStepState>()});

@@ -84,7 +84,7 @@ class Backend {
   virtual void linear_gemm(const LinearGemmArgs& a) = 0;   // a linear layer's GEMM + fused epilogue
   virtual void set_gemm_impl(GemmImpl impl) {}             // --gemm (GPU backends)
   virtual std::string gemm_kernel_name(DType dtype) const { return "cpu"; }  // what linear_gemm runs (the banner)
-  // Number of partial-norm slots unscale_check_norm fills for `num_chunks` chunks.
+  // Number of partial-norm slots check_norm fills for `num_chunks` chunks.
   virtual std::int32_t grad_stats_blocks(std::int32_t num_chunks) const = 0;
 };
 

@@ -41,11 +41,11 @@ void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::i
     backend_.fill({partials, blocks, 0.0f});
     const std::int32_t mine = shard_.end_chunk - shard_.first_chunk;
     if (mine > 0)
-      backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table() + shard_.first_chunk, mine, state(),
+      backend_.check_norm({params_.grad_arena(), params_.chunk_table() + shard_.first_chunk, mine, state(),
                                    partials + shard_.first_chunk, mine, flags});
     combine_(partials, blocks, flags, tensors);
   } else {
-    backend_.unscale_check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), state(), partials,
+    backend_.check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), state(), partials,
                                  blocks, flags});
   }
   backend_.finalize_grad_stats({partials, blocks, flags, tensors, nonfinite_ring, ring_slots, max_grad_norm, schedule, state()});

@@ -1,9 +1,11 @@
 // LossScaler: torch.amp.GradScaler for halftape, with its state on the device.
 //
 // A step goes  unscale() -> optimizer step -> update(), exactly once each, as in PyTorch:
-//   unscale()  one pass over the gradient arena: ×1/scale, per-tensor inf/NaN flags, the global
-//              norm; then one block computes found_inf, the clip coefficient, the LR and t.
-//   step       the optimizer kernels read found_inf on the device and skip the update if set.
+//   unscale()  one read-only pass over the gradient arena: ×1/scale in registers, per-tensor
+//              inf/NaN flags, the global norm; then one block computes found_inf, the clip
+//              coefficient, the LR and t. The arena stays scaled (kernels/grad_stats.h).
+//   step       the optimizer kernels read found_inf on the device and skip the update if set;
+//              else they unscale and clip each gradient as they read it.
 //   update()   GradScaler's rule (see update_loss_scale): back off on overflow, grow after
 //              growth_interval clean steps; and the step's StepRecord is written.
 // Calling unscale() twice, or stepping twice, before update() is an error, as in PyTorch.

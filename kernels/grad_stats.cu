@@ -1,5 +1,6 @@
-// The loss scaler's kernels: the fused multi-tensor unscale + inf/NaN check + norm² pass over
-// the gradient arena, the one-block finalisation, and the one-thread scaler update.
+// The loss scaler's kernels: the fused multi-tensor read-only pass over the gradient arena
+// (unscaled in registers: inf/NaN check + norm²), the one-block finalisation, and the one-thread
+// scaler update.
 #include "kernels/launch.h"
 #include "kernels/reduce.cuh"
 
@@ -11,13 +12,13 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// grads: (arena) fp32, unscaled in place; chunks: (num_chunks), block b takes chunks b, b + grid, ...
-// -> block_norm2: (gridDim.x), tensor_nonfinite: (tensors) set to 1 where a value is inf/NaN.
-__global__ void __launch_bounds__(kBlock) unscale_check_norm_kernel(float* __restrict__ grads, const GradChunk* __restrict__ chunks,
+// grads: (arena) fp32, scaled, read only; chunks: (num_chunks), block b takes chunks b, b + grid, ...
+// -> block_norm2: (gridDim.x), tensor_nonfinite: (tensors) set to 1 where an unscaled value is inf/NaN.
+__global__ void __launch_bounds__(kBlock) check_norm_kernel(const float* __restrict__ grads, const GradChunk* __restrict__ chunks,
                                                                     int num_chunks, const DeviceStepState* __restrict__ state,
                                                                     float* __restrict__ block_norm2,
                                                                     std::int32_t* __restrict__ tensor_nonfinite) {
-  const float inv_scale = 1.0f / state->scaler.scale;
+  const float inv_scale = unscale_factor(*state);
   float norm2 = 0;
   for (int k = blockIdx.x; k < num_chunks; k += gridDim.x) {
     const GradChunk chunk = chunks[k];
@@ -25,7 +26,6 @@ __global__ void __launch_bounds__(kBlock) unscale_check_norm_kernel(float* __res
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
       const float unscaled = grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
       nonfinite |= !std::isfinite(unscaled);
-      grads[i] = unscaled;
       norm2 += unscaled * unscaled;
     }
     if (__syncthreads_or(nonfinite) && threadIdx.x == 0) atomicOr(&tensor_nonfinite[chunk.tensor], 1);
@@ -61,8 +61,8 @@ __global__ void __launch_bounds__(1) update_scaler_kernel(ScalerUpdateArgs a) { 
 // the same clip coefficient - bit for bit.
 int grad_stats_blocks(int num_chunks) { return std::max(1, num_chunks); }
 
-void launch_unscale_check_norm(const UnscaleArgs& a, const Stream& s) {
-  HT_LAUNCH(unscale_check_norm_kernel, (LaunchConfig{static_cast<unsigned>(a.num_blocks), kBlock}), s, a.grads, a.chunks,
+void launch_check_norm(const CheckNormArgs& a, const Stream& s) {
+  HT_LAUNCH(check_norm_kernel, (LaunchConfig{static_cast<unsigned>(a.num_blocks), kBlock}), s, a.grads, a.chunks,
             a.num_chunks, a.state, a.block_norm2, a.tensor_nonfinite);
 }
 

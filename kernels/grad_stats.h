@@ -1,7 +1,10 @@
 // The scaler's side of a step, after backward (and after the allreduce):
-//   1. unscale_check_norm: one pass over the whole FP32 gradient arena multiplies every gradient
-//      by 1/scale, flags each parameter tensor holding a non-finite gradient, and leaves
-//      per-block partial sums of squares (one launch, all tensors: a multi-tensor kernel).
+//   1. check_norm: one read-only pass over the whole FP32 gradient arena forms every gradient's
+//      unscaled value g·(1/scale) in registers, flags each parameter tensor holding a non-finite
+//      one, and leaves per-block partial sums of squares (one launch, all tensors: a
+//      multi-tensor kernel). The arena keeps the scaled gradients: the optimizer applies the
+//      same 1/scale as it reads them (applied_gradient below), so the step writes the arena
+//      once fewer than unscaling in place would, and the values match bit for bit.
 //   2. finalize_grad_stats: one block turns the partials into the global norm, the clipping
 //      coefficient, found_inf, the learning rate and Adam's t, into DeviceStepState::control.
 //   3. (optimizer kernels read control)
@@ -22,8 +25,8 @@ struct GradChunk {
   std::int32_t decay = 1;           // the optimizer applies weight decay to this tensor
 };
 
-struct UnscaleArgs {
-  float* grads = nullptr;                 // (arena) fp32, unscaled in place
+struct CheckNormArgs {
+  const float* grads = nullptr;           // (arena) fp32, scaled (read only)
   const GradChunk* chunks = nullptr;      // (num_chunks)
   std::int32_t num_chunks = 0;
   const DeviceStepState* state = nullptr; // reads scaler.scale
@@ -31,7 +34,7 @@ struct UnscaleArgs {
   std::int32_t num_blocks = 0;            // partial slots; the GPU launches this many blocks
   std::int32_t* tensor_nonfinite = nullptr;  // (num_tensors) set to 1 where a gradient is inf/NaN
 };
-void unscale_check_norm_ref(const UnscaleArgs& a);
+void check_norm_ref(const CheckNormArgs& a);
 
 struct FinalizeArgs {
   const float* block_norm2 = nullptr;     // (num_blocks)
@@ -53,6 +56,13 @@ struct ScalerUpdateArgs {
   std::int32_t ring_slots = 1;
 };
 void update_scaler_ref(const ScalerUpdateArgs& a);
+
+// What unscaling multiplies by: the check pass and the optimizers both take it from here.
+HT_HD float unscale_factor(const DeviceStepState& s) { return 1.0f / s.scaler.scale; }
+
+// The gradient an optimizer applies, from the arena's scaled value: unscaled exactly as the
+// check pass saw it (the norm and the inf/NaN test are of this value), then clipped.
+HT_HD float applied_gradient(float scaled, float inv_scale, const StepControl& c) { return scaled * inv_scale * c.clip_coef; }
 
 // The single-threaded ends of steps 2 and 4, shared verbatim by the CPU reference and the
 // GPU kernels.

@@ -4,10 +4,10 @@
 
 namespace ht {
 
-void unscale_check_norm_ref(const UnscaleArgs& a) {
+void check_norm_ref(const CheckNormArgs& a) {
   // As the GPU kernel splits the work: partial b sums chunks b, b + num_blocks, ... (in double,
   // rounded to fp32 once); the backends give a partial a chunk (grad_stats_blocks).
-  const float inv_scale = 1.0f / a.state->scaler.scale;
+  const float inv_scale = unscale_factor(*a.state);
   for (std::int32_t b = 0; b < a.num_blocks; ++b) {
     double norm2 = 0;
     for (std::int32_t k = b; k < a.num_chunks; k += a.num_blocks) {
@@ -16,7 +16,6 @@ void unscale_check_norm_ref(const UnscaleArgs& a) {
       for (std::int64_t i = chunk.begin; i < chunk.end; ++i) {
         const float unscaled = a.grads[i] * inv_scale;  // inf/NaN here whether g or 1/scale overflowed
         nonfinite |= !std::isfinite(unscaled);
-        a.grads[i] = unscaled;
         norm2 += static_cast<double>(unscaled) * unscaled;
       }
       if (nonfinite) a.tensor_nonfinite[chunk.tensor] = 1;

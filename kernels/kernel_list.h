@@ -35,7 +35,7 @@
   X(layernorm_backward, LayerNormBackwardArgs) \
   X(attention, AttentionArgs)                  \
   X(attention_backward, AttentionBackwardArgs) \
-  X(unscale_check_norm, UnscaleArgs)           \
+  X(check_norm, CheckNormArgs)             \
   X(finalize_grad_stats, FinalizeArgs)         \
   X(update_scaler, ScalerUpdateArgs)           \
   X(sgd_step, SgdArgs)                         \

@@ -33,7 +33,7 @@ void launch_gemm_split_reduce(const SplitReduceArgs& a, const Stream& s);
 bool gemm_wgmma_supports(const GemmArgs& g);
 void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s);
 
-// Partial-sum slots launch_unscale_check_norm fills for `num_chunks` chunks (independent of the
+// Partial-sum slots launch_check_norm fills for `num_chunks` chunks (independent of the
 // device, so every GPU sums the norm in the same order).
 int grad_stats_blocks(int num_chunks);
 

@@ -8,16 +8,20 @@ namespace ht::gpu::inline HT_GPU_NS {
 namespace {
 
 constexpr int kBlock = 256;
+// AdamW holds an element's master weight, moments, gradient and working copy, the step's
+// constants and 1/scale: at most 40 registers keeps 6 blocks (75% occupancy) an SM.
+constexpr int kAdamWBlocksPerSM = 6;
 
 // master, grads: (arena) fp32; moments: fp32, element i of the arena at i - offset (a shard's);
 // working: (arena) W, or unused when W is float (fp32 mode); chunks: (num_chunks), block b takes
 // chunks b, b + grid, ...
 template <class W>
-__global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ master, W* __restrict__ working,
+__global__ void __launch_bounds__(kBlock, kAdamWBlocksPerSM) adamw_kernel(float* __restrict__ master, W* __restrict__ working,
                                                        float* __restrict__ grads, float* __restrict__ m, float* __restrict__ v,
                                                        std::int64_t offset, const GradChunk* __restrict__ chunks, int num_chunks,
                                                        AdamWConfig config, const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
+  const float inv_scale = unscale_factor(*state);  // the arena holds scaled gradients (kernels/grad_stats.h)
   const AdamWStepConstants k = adamw_constants(config, control.lr, control.t);
   for (int c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const GradChunk chunk = chunks[c];
@@ -25,7 +29,7 @@ __global__ void __launch_bounds__(kBlock) adamw_kernel(float* __restrict__ maste
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
       if (!control.found_inf) {
         float p = master[i], mi = m[i - offset], vi = v[i - offset];
-        adamw_update(p, mi, vi, grads[i] * control.clip_coef, config, decay, k);
+        adamw_update(p, mi, vi, applied_gradient(grads[i], inv_scale, control), config, decay, k);
         master[i] = p;
         m[i - offset] = mi;
         v[i - offset] = vi;
@@ -43,13 +47,14 @@ __global__ void __launch_bounds__(kBlock) sgd_kernel(float* __restrict__ master,
                                                      const GradChunk* __restrict__ chunks, int num_chunks, SgdConfig config,
                                                      const DeviceStepState* __restrict__ state) {
   const StepControl control = state->control;
+  const float inv_scale = unscale_factor(*state);  // the arena holds scaled gradients (kernels/grad_stats.h)
   for (int c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const GradChunk chunk = chunks[c];
     const float decay = chunk.decay ? config.weight_decay : 0.0f;
     for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += kBlock) {
       if (!control.found_inf) {
         float p = master[i], buf = momentum ? momentum[i - offset] : 0.0f;
-        sgd_update(p, buf, grads[i] * control.clip_coef, config, decay, control.lr, control.t);
+        sgd_update(p, buf, applied_gradient(grads[i], inv_scale, control), config, decay, control.lr, control.t);
         master[i] = p;
         if (momentum) momentum[i - offset] = buf;
         if constexpr (!std::is_same_v<W, float>) working[i] = from_float<W>(p);

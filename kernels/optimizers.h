@@ -1,6 +1,7 @@
 // Fused optimizers over the flat arenas, one pass each, chunk by chunk (a multi-tensor kernel:
 // one launch for every parameter, each chunk carrying its tensor's weight-decay flag): read the
-// FP32 gradient (times the clip coefficient), update the FP32 master weight and the moments,
+// scaled FP32 gradient, unscale and clip it (applied_gradient, kernels/grad_stats.h), update
+// the FP32 master weight and the moments,
 // write the low-precision working copy, and zero the gradient for the next accumulation window.
 // Nothing changes (but the gradient is still zeroed) when control.found_inf is set: the step is
 // skipped on the device.
@@ -31,7 +32,7 @@ struct OptimizerArgs {
   float* master = nullptr;     // (n) fp32
   void* working = nullptr;     // (n) working dtype, or nullptr in fp32 mode (master is the working copy)
   DType working_dtype = DType::f32;
-  float* grads = nullptr;      // (n) fp32, zeroed
+  float* grads = nullptr;      // (n) fp32, scaled by the loss scale; zeroed
   float* moment1 = nullptr;    // (n - state_offset...) fp32: SGD momentum buffer / Adam m
   float* moment2 = nullptr;    // (...) fp32: Adam v (unused by SGD)
   std::int64_t state_offset = 0;  // the moments hold arena elements [state_offset, ...): a ZeRO-1 shard's

@@ -7,7 +7,7 @@ namespace ht {
 
 namespace {
 
-// Shared shape of both optimizers, one fused loop: clip, update the master weight and moments,
+// Shared shape of both optimizers, one fused loop: unscale and clip, update the master weight and moments,
 // refresh the working copy, zero the gradient. Skipped (gradients still zeroed) on found_inf.
 // update(i, g, decay) returns the new master weight.
 template <class Update> void optimizer_pass(const OptimizerArgs& a, Update update) {
@@ -16,17 +16,18 @@ template <class Update> void optimizer_pass(const OptimizerArgs& a, Update updat
   for (std::int32_t k = 0; k < a.num_chunks; ++k) {
     const GradChunk& chunk = a.chunks[k];
     if (!control.found_inf) {
-      const float clip = control.clip_coef;
+      const float inv_scale = unscale_factor(*a.state);  // the arena holds scaled gradients (kernels/grad_stats.h)
+      auto g = [&](std::int64_t i) { return applied_gradient(grads[i], inv_scale, control); };
       auto loop = [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* __restrict working = static_cast<T*>(a.working);
         if constexpr (std::is_same_v<T, float>) {
-          for (std::int64_t i = chunk.begin; i < chunk.end; ++i) update(i, grads[i] * clip, chunk.decay != 0);
+          for (std::int64_t i = chunk.begin; i < chunk.end; ++i) update(i, g(i), chunk.decay != 0);
         } else {  // the new weights a row at a time, rounded into the working copy in bulk
           float fresh[cpu::kChunk];
           for (std::int64_t i0 = chunk.begin; i0 < chunk.end; i0 += cpu::kChunk) {
             const std::int64_t n = std::min(cpu::kChunk, chunk.end - i0);
-            for (std::int64_t i = 0; i < n; ++i) fresh[i] = update(i0 + i, grads[i0 + i] * clip, chunk.decay != 0);
+            for (std::int64_t i = 0; i < n; ++i) fresh[i] = update(i0 + i, g(i0 + i), chunk.decay != 0);
             cpu::store_n(fresh, working + i0, n);
           }
         }

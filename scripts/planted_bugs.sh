@@ -47,7 +47,7 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
   "kernel cross_entropy*" "cross_entropy: gradient written one column off"
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
-  "kernels unscale*" "unscale_check_norm: every thread starts one element late"
+  "kernels unscale*" "check_norm: every thread starts one element late"
 plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx.y == 1 \&\& c < cols) {/' \
   "kernel bias_grad*" "bias_grad: the wrong row group publishes the column sums"
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"

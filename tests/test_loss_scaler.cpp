@@ -108,7 +108,7 @@ struct ScalerRig {
 
 }  // namespace
 
-TEST_CASE("unscale: one pass unscales, finds inf/NaN per tensor at any position, and computes the norm", "[scaler]") {
+TEST_CASE("unscale: one read-only pass finds inf/NaN per tensor at any position, computes the norm, leaves the arena scaled", "[scaler]") {
   const std::int64_t n0 = 200000, n1 = 37;  // n0 spans several chunks
   for (const std::int64_t pos : {std::int64_t{0}, n0 / 2, n0 - 1}) {
     for (const float poison : {INFINITY, -INFINITY, NAN}) {
@@ -123,7 +123,7 @@ TEST_CASE("unscale: one pass unscales, finds inf/NaN per tensor at any position,
       CHECK(s.control.found_inf == 1);
       CHECK(rig.flags() == std::vector<std::int32_t>{1, 0});
       const std::vector<float> g = download<float>(*rig.backend, rig.arena.grad(1));
-      CHECK(g[0] == 1.0f);
+      CHECK(g[0] == 1024.0f);  // the optimizer unscales as it reads
     }
   }
   ScalerRig rig(n0, n1, 4);

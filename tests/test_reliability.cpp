@@ -416,7 +416,7 @@ TEST_CASE("a loss scale whose inverse overflows is refused - the gradients unsca
     st.scaler.scale = 1e-40f;  // 1/scale = inf
     const Tensor state = b->buffer(sizeof(st));
     b->upload(state.data(), &st, sizeof(st));
-    b->unscale_check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), n, state.data_as<DeviceStepState>(),
+    b->check_norm({arena.grads().data_as<float>(), d_chunks.data_as<GradChunk>(), n, state.data_as<DeviceStepState>(),
                            partials.data_as<float>(), b->grad_stats_blocks(n), flags.data_as<std::int32_t>()});
     std::int32_t flag = 0;
     b->download(&flag, flags.data(), 4);
