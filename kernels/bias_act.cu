@@ -2,6 +2,7 @@
 // activation's backward, and the bias gradient (a deterministic column reduction).
 #include "kernels/activation.h"
 #include "kernels/column_sums.cuh"
+#include "kernels/elementwise.cuh"
 #include "kernels/launch.h"
 
 namespace ht::gpu::inline HT_GPU_NS {
@@ -23,12 +24,12 @@ __global__ void __launch_bounds__(kBlock) bias_act_kernel(const float* __restric
   }
 }
 
-// dout, saved: (n) T -> dpre: (n) T
+// dout, saved: (n) T -> dpre: (n) T (dpre may alias dout), in packs where aligned (kernels/elementwise.cuh)
 template <class T>
-__global__ void __launch_bounds__(kBlock) act_backward_kernel(const T* __restrict__ dout, const T* __restrict__ saved,
-                                                              T* __restrict__ dpre, std::int64_t n, Activation act) {
-  for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock)
-    dpre[i] = from_float<T>(to_float(dout[i]) * activation_derivative(act, to_float(saved[i])));
+__global__ void __launch_bounds__(kBlock) act_backward_kernel(const T* dout, const T* saved, T* dpre, std::int64_t n,
+                                                              Activation act, bool packed) {
+  map_elements(n, packed, [act](T dy, T z) { return from_float<T>(to_float(dy) * activation_derivative(act, to_float(z))); },
+               dpre, dout, saved);
 }
 
 // dpre: (rows, cols) T -> dbias: (cols) fp32 +=, column_sums' pass 1 over one row slice (a
@@ -58,8 +59,9 @@ void launch_act_backward(const ActBackwardArgs& a, const Stream& s) {
   const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    HT_LAUNCH(act_backward_kernel<T>, cfg, s, static_cast<const T*>(a.dout), static_cast<const T*>(a.saved),
-              static_cast<T*>(a.dpre), a.n, a.act);
+    const auto *dout = static_cast<const T*>(a.dout), *saved = static_cast<const T*>(a.saved);
+    auto* dpre = static_cast<T*>(a.dpre);
+    HT_LAUNCH(act_backward_kernel<T>, cfg, s, dout, saved, dpre, a.n, a.act, packs_aligned(dout, saved, static_cast<const T*>(dpre)));
   });
 }
 

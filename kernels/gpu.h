@@ -129,14 +129,25 @@ template <auto kKernel, std::size_t kBytes> void allow_dynamic_shared_once() {
   }
 }
 
-// Blocks for a grid-stride loop over n elements: enough to fill the device, no more.
-inline unsigned grid_for(std::int64_t n, unsigned block, const Stream& s, unsigned blocks_per_sm = 4) {
+// Blocks for a grid-stride loop over n elements: enough to fill the device, no more (8 blocks
+// of 256 threads are an SM's 2048 threads).
+inline unsigned grid_for(std::int64_t n, unsigned block, const Stream& s, unsigned blocks_per_sm = 8) {
   const std::int64_t needed = (n + block - 1) / block;
   const std::int64_t cap = static_cast<std::int64_t>(s.sm_count) * blocks_per_sm;
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, cap)));
 }
 
 // ---- element types -----------------------------------------------------------------------
+// kPack consecutive elements loaded or stored as one access (16 bytes of fp32, 8 of fp16/bf16),
+// for the element-wise kernels' main loops where every pointer is aligned to its pack.
+constexpr int kPack = 4;
+template <class T> struct alignas(sizeof(T) * kPack) Pack {
+  T v[kPack];
+};
+template <class... T> bool packs_aligned(const T*... p) {
+  return ((reinterpret_cast<std::uintptr_t>(p) % (sizeof(T) * kPack) == 0) && ...);
+}
+
 template <class T> __device__ __forceinline__ float to_float(T v);
 template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }

@@ -68,6 +68,46 @@ TEST_CASE("kernel cast: every dtype pair, edge sizes, specials - bit-exact", "[k
   }
 }
 
+TEST_CASE("kernel cast, add, scale, fill: packed where aligned, one by one where not - bit-exact at every offset",
+          "[kernels]") {
+  // The maps move 4 elements an access where every pointer allows (kernels/elementwise.cuh):
+  // views starting 0-3 elements into a buffer take the packed loop, the scalar one, or mix them.
+  const std::int64_t n = 1030;  // 257 packs and 2 left over
+  for (auto& gpu : gpu_backends())
+    for (DType t : kTypes)
+      for (std::int64_t off_in : {0, 1, 2, 3})
+        for (std::int64_t off_out : {0, 3}) {
+          INFO(device_name(gpu->device()) << " " << dtype_name(t) << " offsets " << off_in << ", " << off_out);
+          const std::size_t size = dtype_size(t);
+          const auto src = random_bytes(t, static_cast<std::size_t>(n + 3), 31, 1e4f);
+          const std::vector<float> other = random_floats(static_cast<std::size_t>(n + 3), 32);
+          const std::vector<float> start = random_floats(static_cast<std::size_t>(n + 3), 33);
+          const auto d_src = put(*gpu, src);
+          const auto d_other = put(*gpu, other);
+          // cast to fp32, add into an fp32 buffer, scale it, fill the rest
+          std::vector<float> want = start;
+          cast_ref({src.data() + off_in * size, t, want.data() + off_out, DType::f32, n});
+          auto d_out = put(*gpu, start);
+          gpu->cast({d_src.get() + off_in * size, t, d_out.get() + off_out, DType::f32, n});
+          CHECK(get(*gpu, d_out) == want);
+          add_ref({src.data() + off_in * size, t, other.data() + off_in, DType::f32, want.data() + off_out, n});
+          gpu->add({d_src.get() + off_in * size, t, d_other.get() + off_in, DType::f32, d_out.get() + off_out, n});
+          CHECK(get(*gpu, d_out) == want);
+          scale_ref({want.data() + off_out, n, 0.375f});
+          gpu->scale({d_out.get() + off_out, n, 0.375f});
+          CHECK(get(*gpu, d_out) == want);
+          fill_ref({want.data() + off_in, n - 1, -2.5f});
+          gpu->fill({d_out.get() + off_in, n - 1, -2.5f});
+          CHECK(get(*gpu, d_out) == want);
+          // and back from fp32 into t, the pack 8 or 16 bytes wide
+          std::vector<std::uint8_t> back(static_cast<std::size_t>(n + 3) * size);
+          auto d_back = put_zeros<std::uint8_t>(*gpu, back.size());
+          cast_ref({want.data() + off_out, DType::f32, back.data() + off_in * size, t, n});
+          gpu->cast({d_out.get() + off_out, DType::f32, d_back.get() + off_in * size, t, n});
+          CHECK(get(*gpu, d_back) == back);
+        }
+}
+
 TEST_CASE("kernel fill and gather_batch: bit-exact", "[kernels]") {
   for (auto& gpu : gpu_backends()) {
     auto d = put_zeros<float>(*gpu, 1001);
@@ -350,7 +390,7 @@ ScalerStep scaler_step(Backend& b, const std::vector<float>& grads, const std::v
   auto d_flags = put_zeros<std::int32_t>(b, static_cast<std::size_t>(std::max(1, tensors)));
   auto d_log = put_zeros<std::int32_t>(b, static_cast<std::size_t>(std::max(1, tensors)));
   auto d_record = put_zeros<StepRecord>(b, 1);
-  b.unscale_check_norm({d_grads.get(), d_chunks.get(), static_cast<int>(chunks.size()), d_state.get(), d_partials.get(), blocks, d_flags.get()});
+  b.check_norm({d_grads.get(), d_chunks.get(), static_cast<int>(chunks.size()), d_state.get(), d_partials.get(), blocks, d_flags.get()});
   b.finalize_grad_stats({d_partials.get(), blocks, d_flags.get(), tensors, d_log.get(), 1, max_norm, sched, d_state.get()});
   b.update_scaler({d_state.get(), config, d_record.get(), 1});
   CHECK(get(b, d_flags) == std::vector<std::int32_t>(static_cast<std::size_t>(std::max(1, tensors)), 0));  // cleared
@@ -359,7 +399,7 @@ ScalerStep scaler_step(Backend& b, const std::vector<float>& grads, const std::v
 
 }  // namespace
 
-TEST_CASE("kernels unscale_check_norm + finalize + update_scaler: flags per tensor, norm, scaler rule", "[kernels][scaler]") {
+TEST_CASE("kernels check_norm + finalize + update_scaler: flags per tensor, norm, scaler rule", "[kernels][scaler]") {
   auto cpu = make_cpu_backend();
   const std::vector<std::int64_t> sizes = {1, 70000, 257, 200000};  // several chunks per tensor
   std::vector<GradChunk> chunks;
@@ -374,10 +414,12 @@ TEST_CASE("kernels unscale_check_norm + finalize + update_scaler: flags per tens
   const std::vector<float> clean = random_floats(static_cast<std::size_t>(total), 12, -100, 100);
   for (auto& gpu : gpu_backends()) {
     INFO(device_name(gpu->device()));
-    // No overflow: unscaled grads exact (×2^-k), norm close, scale grows (interval 1), lr and t.
+    // No overflow: the gradients left scaled (the optimizer unscales), norm close, scale grows
+    // (interval 1), lr and t.
     const ScalerStep want = scaler_step(*cpu, clean, chunks, 4, 256, 1.0f);
     const ScalerStep got = scaler_step(*gpu, clean, chunks, 4, 256, 1.0f);
-    CHECK(got.grads == want.grads);
+    CHECK(want.grads == clean);
+    CHECK(got.grads == clean);
     CHECK(got.flags_log == want.flags_log);
     CHECK(got.state.control.grad_norm == Approx(want.state.control.grad_norm).epsilon(1e-6));
     CHECK(got.state.control.clip_coef == Approx(want.state.control.clip_coef).epsilon(1e-6));
@@ -457,6 +499,38 @@ TEST_CASE("kernels sgd and adamw: master, moments and working copy - skip on fou
             check_close_in(DType::f32, gm2, wm2, ulps);
             if (working != DType::f32) check_close_in(working, widen(working, gw), widen(working, ww), same_math_as_cpu(*gpu) ? 0 : 1);
           }
+}
+
+TEST_CASE("kernels sgd and adamw unscale as they read: scaled gradients under scale 2^k step exactly as unscaled ones under 1",
+          "[kernels][optim]") {
+  auto cpu = make_cpu_backend();
+  std::vector<std::unique_ptr<Backend>> backends = gpu_backends();
+  backends.push_back(std::move(cpu));
+  const std::size_t n = 1000;
+  const std::vector<float> p = random_floats(n, 23), g = random_floats(n, 24);
+  for (auto& b : backends)
+    for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+      INFO(device_name(b->device()) << " " << optimizer_name(kind));
+      auto step = [&](float scale) {
+        DeviceStepState s;
+        s.scaler.scale = scale;
+        s.control = {1.0f, 0.5f, 0.01f, 0, 3};
+        std::vector<float> scaled = g;
+        for (float& x : scaled) x *= scale;  // exact: a power of two, no overflow
+        auto d_p = put(*b, p), d_g = put(*b, scaled), d_m1 = put_zeros<float>(*b, n), d_m2 = put_zeros<float>(*b, n);
+        const auto d_s = put(*b, std::vector<DeviceStepState>{s});
+        const auto d_chunks = put(*b, std::vector<GradChunk>{{0, static_cast<std::int64_t>(n), 0, 1}});
+        const OptimizerArgs base{.master = d_p.get(), .grads = d_g.get(), .moment1 = d_m1.get(), .moment2 = d_m2.get(),
+                                 .chunks = d_chunks.get(), .num_chunks = 1, .state = d_s.get()};
+        if (kind == OptimizerKind::sgd) b->sgd_step({base, SgdConfig{0.9f, 0.01f, 1}});
+        else b->adamw_step({base, AdamWConfig{}});
+        return get(*b, d_p);
+      };
+      const std::vector<float> plain = step(1.0f);
+      CHECK(plain != p);
+      CHECK(step(65536.0f) == plain);
+      CHECK(step(0.125f) == plain);
+    }
 }
 
 TEST_CASE("activation math: exp, GELU and its derivative within a few FP32 ulps of FP64, NaN and inf handled", "[kernels]") {
