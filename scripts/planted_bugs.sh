@@ -47,9 +47,15 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
   "kernel cross_entropy*" "cross_entropy: gradient written one column off"
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
-  "kernels unscale*" "check_norm: every thread starts one element late"
-plant kernels/bias_act.cu 's/if (threadIdx.y == 0 \&\& c < cols) {/if (threadIdx.y == 1 \&\& c < cols) {/' \
-  "kernel bias_grad*" "bias_grad: the wrong row group publishes the column sums"
+  "kernels check_norm*" "check_norm: every thread starts one element late"
+plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
+  "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
+plant kernels/column_sums.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 1; z < slices; ++z)/' \
+  "kernel bias_grad*" "column sums: the finishing pass drops the first row slice"
+plant kernels/elementwise.cuh 's/    done = packs \* kPack;/    done = packs * kPack + 1;/' \
+  "kernel cast, add*" "element-wise maps: the first element after the packs skipped"
+plant kernels/optimizers.cu '0,/  const float inv_scale = unscale_factor(\*state);/s//  const float inv_scale = 1.0f;/' \
+  "kernels sgd and adamw unscale*" "AdamW: the optimizer forgets to unscale the arena's scaled gradients"
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
 plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]~[.]" \
   "gemm_mma: the pipeline waits for one cp.async group too few"
