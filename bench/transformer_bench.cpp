@@ -83,11 +83,11 @@ void bench_transformer(Harness& h) {
     const Tensor dqkv = b.zeros(Shape{rows, 3 * C}, low);
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     const double causal = static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) * static_cast<double>(D);
-    const Timing t = h.time([&] { b.attention({qkv.data(), y.data(), lse.data_as<float>(), low, B, T, H, D, scale}); });
+    const Timing t = h.time([&] { b.attention({qkv.data(), y.data(), lse.data_as<float>(), low, B, T, H, D, scale, {}}); });
     h.add(result(fmt::format("attention fwd {} (causal, fused)", dtype_name(low)), "attention", shape, 0, 2 * causal, t));
     const Timing tb = h.time([&] {
       b.attention_backward({qkv.data(), y.data(), dy.data(), lse.data_as<float>(), delta.data_as<float>(), dqkv.data(), low, B, T, H,
-                            D, scale});
+                            D, scale, {}});
     });
     h.add(result(fmt::format("attention bwd {} (causal, fused)", dtype_name(low)), "attention", shape, 0, 5 * causal, tb));
   }

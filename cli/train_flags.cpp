@@ -207,8 +207,8 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   t->add_option("--comm-timeout", f.comm_timeout, "seconds a collective may take before the job is aborted")
       ->check(number_in(0.001, 1e7));
-  t->add_option("--dropout", c.dropout, "gpt: dropout probability in training, after the embeddings and each block's two "
-                "projections (not yet on the attention probabilities)")
+  t->add_option("--dropout", c.dropout, "gpt: dropout probability in training, as nanoGPT: after the embeddings, on the "
+                "attention probabilities (inside the fused attention) and after each block's two projections")
       ->check(number_in(0, 0.95));
   t->add_option("--zero", c.zero, "ZeRO stage under mpirun: 0 (each rank holds everything) | 1 (the optimizer state sharded "
                 "over the ranks, each updating its shard) | 2 (the gradients sharded too)")

@@ -166,7 +166,7 @@ Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out) {
   return result;
 }
 
-Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads) {
+Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads, std::uint32_t dropout_site) {
   Backend& backend = ctx.backend;
   const Tensor& in = qkv->value;
   const std::int64_t rows = in.shape()[0], C = in.shape()[1] / 3, T = rows / batch, D = C / heads;
@@ -177,17 +177,20 @@ Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::in
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const Tensor y = backend.empty(Shape{rows, C}, dtype);
   const Tensor lse = backend.empty(Shape{batch * heads * T}, DType::f32);
-  backend.attention({in.data(), y.data(), lse.data_as<float>(), dtype, batch, T, heads, D, scale});
+  AttentionDropout dropout;
+  if (ctx.dropout && ctx.dropout->p > 0)
+    dropout = {.p = ctx.dropout->p, .key = {ctx.dropout->seed, dropout_site, ctx.dropout->micro}, .state = ctx.dropout->state};
+  backend.attention({in.data(), y.data(), lse.data_as<float>(), dtype, batch, T, heads, D, scale, dropout});
   Var result = make_var(y, qkv->requires_grad || ctx.tape != nullptr);
   if (!ctx.tape) return result;
   ctx.tape->consume(qkv);
-  ctx.tape->record([&backend, qkv, result, lse, dtype, batch, T, heads, D, scale, rows, C] {
+  ctx.tape->record([&backend, qkv, result, lse, dtype, batch, T, heads, D, scale, rows, C, dropout] {
     if (!qkv->requires_grad) return;
     const Tensor dy = grad_as(backend, *result, dtype);
     const Tensor delta = backend.empty(Shape{batch * heads * T}, DType::f32);
     const Tensor dqkv = backend.empty(Shape{rows, 3 * C}, dtype);
     backend.attention_backward({qkv->value.data(), result->value.data(), dy.data(), lse.data_as<float>(),
-                                delta.data_as<float>(), dqkv.data(), dtype, batch, T, heads, D, scale});
+                                delta.data_as<float>(), dqkv.data(), dtype, batch, T, heads, D, scale, dropout});
     accumulate_grad(backend, *qkv, dqkv);
   });
   return result;

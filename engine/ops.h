@@ -52,7 +52,9 @@ Var embedding(OpContext& ctx, const Tensor& tokens, int wte, int wpe);
 Var layer_norm(OpContext& ctx, const Var& x, int weight, int bias, DType out);
 
 // qkv: (B·T, 3C) compute dtype, q | k | v -> (B·T, C): causal self-attention of `heads` heads.
-Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads);
+// With ctx's dropout, the probabilities are dropped inside the fused kernels under the mask of
+// `dropout_site` (kernels/attention.h), regenerated in the backward.
+Var causal_attention(OpContext& ctx, const Var& qkv, std::int64_t batch, std::int64_t heads, std::uint32_t dropout_site = 0);
 
 // x -> dropout(x) at `site` (a number of the model's, so each place draws its own mask); x
 // itself when ctx has no dropout. The backward applies the same mask, regenerated.

@@ -34,6 +34,19 @@ struct Geometry {  // where one (batch, head) lives in qkv / out
   std::int64_t seq, heads, head_dim, channels;  // T, H, D, C = H·D
 };
 
+// A kernel's view of the probabilities' dropout (kernels/attention.h): off, or the step's mask.
+struct DropoutMask {
+  AttentionDropout d;
+  std::int64_t step = 0;
+  float keep_scale = 1;  // r = 1/(1 - p)
+  __device__ __forceinline__ explicit DropoutMask(const AttentionDropout& dropout)
+      : d(dropout), step(dropout.p > 0 ? steps_done(*dropout.state) + 1 : 0), keep_scale(1.0f / (1.0f - dropout.p)) {}
+  // Is (query, key) of block (b·H + h) kept? Always, without dropout.
+  __device__ __forceinline__ bool keeps(std::int64_t bh, std::int64_t seq, std::int64_t query, std::int64_t key) const {
+    return d.p == 0 || attention_keeps(d, step, bh, seq, query, key);
+  }
+};
+
 // ---- tensor-core path ------------------------------------------------------------------
 
 template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
@@ -173,7 +186,7 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                      float* __restrict__ lse, Geometry geo, float scale,
-                                                                     int vector_loads) {
+                                                                     int vector_loads, AttentionDropout dropout) {
   constexpr int kStride = D_PAD + 8;
   HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (the Q tile first borrows the K tile's room)
   T* sk = smem;
@@ -184,6 +197,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
+  const DropoutMask mask(dropout);
 
   load_tile<T, D_PAD>(sk, base + h * D, q0, S, 3 * C, D, vec);
   tiles_landed();
@@ -195,6 +209,19 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
     load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
     tiles_landed();
+    // The tile's mask first, while the scores are not yet live (the generator's registers would
+    // otherwise spill): bit 16·r + 2·nt + e for row r's key nt·8 + 2t + e.
+    std::uint32_t kept = ~0u;
+    if (dropout.p > 0)
+      HT_UNROLL
+      for (int r = 0; r < 2; ++r)
+        HT_UNROLL
+        for (int nt = 0; nt < 8; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const std::int64_t query = q0 + warp * 16 + g + 8 * r, key = kt * kRows + nt * 8 + 2 * t + e;
+            if (key <= query && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (16 * r + 2 * nt + e));
+          }
     float s[8][4] = {};
     mma_a_bnk<T, D_PAD, 8, kStride>(s, qf, sk);
     // Scale, mask (causal, and keys past T), and the online softmax of each of the two rows.
@@ -230,11 +257,16 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
       m[r] = m_new;
       HT_UNROLL
       for (int nt = 0; nt < D_PAD / 8; ++nt) o[nt][2 * r] *= alpha, o[nt][2 * r + 1] *= alpha;
+      HT_UNROLL  // after the row sum: the softmax is normalised before the mask
+      for (int nt = 0; nt < 8; ++nt)
+        HT_UNROLL
+        for (int e = 0; e < 2; ++e)
+          if (!(kept >> (16 * r + 2 * nt + e) & 1u)) s[nt][2 * r + e] = 0.0f;
     }
     mma_p_bkn<T, D_PAD, kStride>(o, s, sv);
   }
   const std::int64_t r0 = q0 + warp * 16;
-  store_rows<T, D_PAD>(o, 1.0f / l[0], 1.0f / l[1], out + b * S * C + h * D, r0, S, C, D);
+  store_rows<T, D_PAD>(o, mask.keep_scale / l[0], mask.keep_scale / l[1], out + b * S * C + h * D, r0, S, C, D);
   if (t == 0)
     for (int r = 0; r < 2; ++r)
       if (r0 + g + 8 * r < S) lse[blockIdx.x * S + r0 + g + 8 * r] = m[r] + logf(l[r]);
@@ -244,7 +276,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                                                  const float* __restrict__ lse, const float* __restrict__ delta,
-                                                                 T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads) {
+                                                                 T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads,
+                                                                 AttentionDropout dropout) {
   constexpr int kStride = D_PAD + 8;
   constexpr bool kKVInRegisters = attention_dkv_kv_in_registers(D_PAD);
   // [K tile | V tile, when they stay in shared memory] Q tile | dO tile (K and V otherwise
@@ -263,6 +296,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
   const T* dbase = dout + b * S * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
+  const DropoutMask mask(dropout);
 
   load_tile<T, D_PAD>(sk, base + C + h * D, k0, S, 3 * C, D, vec);
   load_tile<T, D_PAD>(sv, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
@@ -285,6 +319,15 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
     // sum runs in the same order as over the whole tile).
     HT_UNROLL
     for (int j = 0; j < kRows / 16; ++j) {
+      std::uint32_t kept = ~0u;  // bit 4·nt + e, drawn before Sᵀ and dPᵀ are live (as the forward's)
+      if (dropout.p > 0)
+        HT_UNROLL
+        for (int nt = 0; nt < 2; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1), query = qt * kRows + 16 * j + nt * 8 + 2 * t + (e & 1);
+            if (query >= key && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (4 * nt + e));
+          }
       float p[2][4] = {}, dp[2][4] = {};
       mma_a_bnk<T, D_PAD, 2, kStride>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
       mma_a_bnk<T, D_PAD, 2, kStride>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
@@ -296,8 +339,9 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
           const int qi = 16 * j + nt * 8 + 2 * t + (e & 1);
           const std::int64_t query = qt * kRows + qi;
           const float P = query >= key && query < S ? expf(p[nt][e] * scale - slse[qi]) : 0.0f;
-          p[nt][e] = P;
-          dp[nt][e] = P * (dp[nt][e] - sdelta[qi]);  // dSᵀ
+          const bool keep = kept >> (4 * nt + e) & 1u;
+          p[nt][e] = keep ? P : 0.0f;                                                   // P∘z
+          dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - sdelta[qi]);  // dSᵀ
         }
       mma_p16_bkn<T, D_PAD, kStride>(dv, p[0], p[1], sb, 16 * j);   // dV += Pᵀ·dO
       mma_p16_bkn<T, D_PAD, kStride>(dk, dp[0], dp[1], sa, 16 * j);  // dK += dSᵀ·Q
@@ -306,14 +350,15 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
   const std::int64_t r0 = k0 + warp * 16;
   T* out = dqkv + b * S * 3 * C;
   store_rows<T, D_PAD>(dk, scale, scale, out + C + h * D, r0, S, 3 * C, D);
-  store_rows<T, D_PAD>(dv, 1.0f, 1.0f, out + 2 * C + h * D, r0, S, 3 * C, D);
+  store_rows<T, D_PAD>(dv, mask.keep_scale, mask.keep_scale, out + 2 * C + h * D, r0, S, 3 * C, D);
 }
 
 // dQ of 64 queries.
 template <class T, int D_PAD>
-__global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
+__global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                                                 const float* __restrict__ lse, const float* __restrict__ delta,
-                                                                T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads) {
+                                                                T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads,
+                                                                AttentionDropout dropout) {
   constexpr int kStride = D_PAD + 8;
   HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (Q and dO first borrow them)
   T* sa = smem;
@@ -324,6 +369,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool vec = vector_loads != 0;
+  const DropoutMask mask(dropout);
 
   load_tile<T, D_PAD>(sa, base + h * D, q0, S, 3 * C, D, vec);
   load_tile<T, D_PAD>(sb, dout + b * S * C + h * D, q0, S, C, D, vec);
@@ -342,6 +388,15 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
     load_tile<T, D_PAD>(sa, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sb, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
     tiles_landed();
+    std::uint32_t kept = ~0u;  // bit 4·nt + e, drawn before S and dP are live (as the forward's)
+    if (dropout.p > 0)
+      HT_UNROLL
+      for (int nt = 0; nt < 8; ++nt)
+        HT_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t query = q0 + warp * 16 + g + 8 * (e >> 1), key = kt * kRows + nt * 8 + 2 * t + (e & 1);
+          if (key <= query && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (4 * nt + e));
+        }
     float p[8][4] = {}, dp[8][4] = {};
     mma_a_bnk<T, D_PAD, 8, kStride>(p, qf, sa);    // S = Q·Kᵀ
     mma_a_bnk<T, D_PAD, 8, kStride>(dp, dof, sb);  // dP = dO·Vᵀ
@@ -352,7 +407,8 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(const T* __restr
         const std::int64_t query = q0 + warp * 16 + g + 8 * (e >> 1);
         const std::int64_t key = kt * kRows + nt * 8 + 2 * t + (e & 1);
         const float P = key <= query && query < S ? expf(p[nt][e] * scale - row_lse[e >> 1]) : 0.0f;
-        dp[nt][e] = P * (dp[nt][e] - row_delta[e >> 1]);  // dS
+        const bool keep = kept >> (4 * nt + e) & 1u;
+        dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - row_delta[e >> 1]);  // dS
       }
     mma_p_bkn<T, D_PAD, kStride>(dq, dp, sa);  // dQ += dS·K
   }
@@ -366,12 +422,14 @@ constexpr int kSimtRows = 32;  // rows of a shared tile; the block has as many t
 // A thread per query: online softmax over the keys up to it, one key at a time.
 template <int D_PAD>
 __global__ void __launch_bounds__(kSimtRows) attention_forward_simt_kernel(const float* __restrict__ qkv, float* __restrict__ out,
-                                                                           float* __restrict__ lse, Geometry geo, float scale) {
+                                                                           float* __restrict__ lse, Geometry geo, float scale,
+                                                                           AttentionDropout dropout) {
   __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
   const std::int64_t query = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
+  const DropoutMask mask(dropout);
   float q[D_PAD], o[D_PAD];
   for (int d = 0; d < D_PAD; ++d) q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f, o[d] = 0.0f;
   float m = -INFINITY, l = 0;
@@ -391,13 +449,14 @@ __global__ void __launch_bounds__(kSimtRows) attention_forward_simt_kernel(const
       for (int d = 0; d < D_PAD; ++d) s += q[d] * sk[j][d];
       s *= scale;
       const float m_new = fmaxf(m, s), alpha = expf(m - m_new), p = expf(s - m_new);
-      l = l * alpha + p;
-      for (int d = 0; d < D_PAD; ++d) o[d] = o[d] * alpha + p * sv[j][d];
+      l = l * alpha + p;  // the softmax is normalised before the mask
+      const float kept = mask.keeps(blockIdx.x, S, query, key) ? p : 0.0f;
+      for (int d = 0; d < D_PAD; ++d) o[d] = o[d] * alpha + kept * sv[j][d];
       m = m_new;
     }
   }
   if (query >= S) return;
-  for (int d = 0; d < D; ++d) out[(b * S + query) * C + h * D + d] = o[d] / l;
+  for (int d = 0; d < D; ++d) out[(b * S + query) * C + h * D + d] = o[d] / l * mask.keep_scale;
   lse[blockIdx.x * S + query] = m + logf(l);
 }
 
@@ -406,12 +465,13 @@ template <int D_PAD>
 __global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const float* __restrict__ qkv, const float* __restrict__ dout,
                                                                        const float* __restrict__ lse,
                                                                        const float* __restrict__ delta, float* __restrict__ dqkv,
-                                                                       Geometry geo, float scale) {
+                                                                       Geometry geo, float scale, AttentionDropout dropout) {
   __shared__ float sq[kSimtRows][D_PAD], sdo[kSimtRows][D_PAD], slse[kSimtRows], sdelta[kSimtRows];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
   const std::int64_t key = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
+  const DropoutMask mask(dropout);
   float k[D_PAD], v[D_PAD], dk[D_PAD], dv[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {
     k[d] = key < S && d < D ? base[key * 3 * C + C + h * D + d] : 0.0f;
@@ -436,25 +496,29 @@ __global__ void __launch_bounds__(kSimtRows) attention_dkv_simt_kernel(const flo
       if (q < key || q >= S || key >= S) continue;
       float s = 0, dp = 0;
       for (int d = 0; d < D_PAD; ++d) s += sq[i][d] * k[d], dp += sdo[i][d] * v[d];
-      const float P = expf(s * scale - slse[i]), dS = P * (dp - sdelta[i]);
-      for (int d = 0; d < D_PAD; ++d) dv[d] += P * sdo[i][d], dk[d] += dS * sq[i][d];
+      const bool keep = mask.keeps(blockIdx.x, S, q, key);
+      const float P = expf(s * scale - slse[i]), dS = P * ((keep ? mask.keep_scale * dp : 0.0f) - sdelta[i]);
+      const float kept = keep ? P : 0.0f;
+      for (int d = 0; d < D_PAD; ++d) dv[d] += kept * sdo[i][d], dk[d] += dS * sq[i][d];
     }
   }
   if (key >= S) return;
   float* row = dqkv + (b * S + key) * 3 * C;
-  for (int d = 0; d < D; ++d) row[C + h * D + d] = scale * dk[d], row[2 * C + h * D + d] = dv[d];
+  for (int d = 0; d < D; ++d) row[C + h * D + d] = scale * dk[d], row[2 * C + h * D + d] = mask.keep_scale * dv[d];
 }
 
 // A thread per query: dQ over the keys up to it.
 template <int D_PAD>
 __global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const float* __restrict__ qkv, const float* __restrict__ dout,
                                                                       const float* __restrict__ lse, const float* __restrict__ delta,
-                                                                      float* __restrict__ dqkv, Geometry geo, float scale) {
+                                                                      float* __restrict__ dqkv, Geometry geo, float scale,
+                                                                      AttentionDropout dropout) {
   __shared__ float sk[kSimtRows][D_PAD], sv[kSimtRows][D_PAD];
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
   const std::int64_t query = std::int64_t{blockIdx.y} * kSimtRows + threadIdx.x;
   const float* base = qkv + b * S * 3 * C;
+  const DropoutMask mask(dropout);
   float q[D_PAD], dO[D_PAD], dq[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {
     q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f;
@@ -476,7 +540,8 @@ __global__ void __launch_bounds__(kSimtRows) attention_dq_simt_kernel(const floa
       if (key > query || key >= S || query >= S) break;
       float s = 0, dp = 0;
       for (int d = 0; d < D_PAD; ++d) s += q[d] * sk[j][d], dp += dO[d] * sv[j][d];
-      const float dS = expf(s * scale - my_lse) * (dp - my_delta);
+      const bool keep = mask.keeps(blockIdx.x, S, query, key);
+      const float dS = expf(s * scale - my_lse) * ((keep ? mask.keep_scale * dp : 0.0f) - my_delta);
       for (int d = 0; d < D_PAD; ++d) dq[d] += dS * sk[j][d];
     }
   }
@@ -529,7 +594,7 @@ void launch_attention(const AttentionArgs& a, const Stream& s) {
       const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kSimtRows - 1) / kSimtRows)),
                              kSimtRows};
       HT_LAUNCH(attention_forward_simt_kernel<P>, cfg, s, static_cast<const float*>(a.qkv), static_cast<float*>(a.out), a.lse, geo,
-                a.scale);
+                a.scale, a.dropout);
       return;
     }
     const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows)),
@@ -539,7 +604,7 @@ void launch_attention(const AttentionArgs& a, const Stream& s) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, float>)
         HT_LAUNCH((attention_forward_kernel<T, P>), cfg, s, static_cast<const T*>(a.qkv), static_cast<T*>(a.out), a.lse, geo,
-                  a.scale, vec);
+                  a.scale, vec, a.dropout);
     });
   });
 }
@@ -562,9 +627,9 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
       const auto* dout = static_cast<const float*>(a.dout);
       auto* dqkv = static_cast<float*>(a.dqkv);
       HT_LAUNCH(attention_dkv_simt_kernel<P>, cfg, s, qkv, dout, static_cast<const float*>(a.lse),
-                static_cast<const float*>(a.delta), dqkv, geo, a.scale);
+                static_cast<const float*>(a.delta), dqkv, geo, a.scale, a.dropout);
       HT_LAUNCH(attention_dq_simt_kernel<P>, cfg, s, qkv, dout, static_cast<const float*>(a.lse), static_cast<const float*>(a.delta),
-                dqkv, geo, a.scale);
+                dqkv, geo, a.scale, a.dropout);
       return;
     }
     const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows));
@@ -578,9 +643,9 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
         constexpr std::size_t dkv_shared = (attention_dkv_kv_in_registers(P) ? 2 : 4) * tile_bytes<P>(2) + 2 * kRows * sizeof(float);
         allow_dynamic_shared_once<attention_dkv_kernel<T, P>, dkv_shared>();
         HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, dkv_shared}), s, qkv, dout,
-                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
+                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec, a.dropout);
         HT_LAUNCH((attention_dq_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2)}), s, qkv, dout,
-                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec);
+                  static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec, a.dropout);
       }
     });
   });

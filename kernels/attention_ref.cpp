@@ -24,6 +24,9 @@ void widen_head(const void* data, std::int64_t b, std::int64_t S, std::int64_t w
   for (std::int64_t t = 0; t < S; ++t) cpu::load_n(src + t * width, &out[static_cast<std::size_t>(t * D)], D);
 }
 
+// The step a dropout mask is keyed by (0 without dropout).
+std::int64_t dropout_step(const AttentionDropout& d) { return d.p > 0 ? steps_done(*d.state) + 1 : 0; }
+
 // C (M, N) = alpha · op(A) · op(B), row-major, C overwritten.
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
@@ -39,6 +42,8 @@ void attention_ref(const AttentionArgs& a) {
     const std::int64_t C = a.heads * a.head_dim, D = a.head_dim, S = a.seq;
     T* out = static_cast<T*>(a.out);
     Floats q, k, v, scores(static_cast<std::size_t>(S * S)), o(static_cast<std::size_t>(S * D)), l(static_cast<std::size_t>(S));
+    const std::int64_t step = dropout_step(a.dropout);
+    const float keep_scale = 1.0f / (1.0f - a.dropout.p);
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
         widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
@@ -55,6 +60,9 @@ void attention_ref(const AttentionArgs& a) {
             sum += s[j];
           }
           cpu::round_n<T>(s, i + 1);
+          if (a.dropout.p > 0)
+            for (std::int64_t j = 0; j <= i; ++j)
+              if (!attention_keeps(a.dropout, step, b * a.heads + h, S, i, j)) s[j] = 0.0f;
           for (std::int64_t j = i + 1; j < S; ++j) s[j] = 0.0f;  // causal
           l[static_cast<std::size_t>(i)] = sum;
           a.lse[(b * a.heads + h) * S + i] = m + std::log(sum);
@@ -62,7 +70,7 @@ void attention_ref(const AttentionArgs& a) {
         gemm(false, false, S, D, S, 1.0f, scores.data(), v.data(), o.data());  // Σ_j round(p_ij)·v_j
         for (std::int64_t i = 0; i < S; ++i) {
           float* row = &o[static_cast<std::size_t>(i * D)];
-          for (std::int64_t d = 0; d < D; ++d) row[d] /= l[static_cast<std::size_t>(i)];
+          for (std::int64_t d = 0; d < D; ++d) row[d] = row[d] / l[static_cast<std::size_t>(i)] * keep_scale;
           cpu::store_n(row, out + (b * S + i) * C + h * D, D);
         }
       }
@@ -76,6 +84,8 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
     T* dqkv = static_cast<T*>(a.dqkv);
     const auto SS = static_cast<std::size_t>(S * S), SD = static_cast<std::size_t>(S * D);
     Floats q, k, v, o, dout, P(SS), dP(SS), Pr(SS), dSr(SS), dq(SD), dk(SD), dv(SD);
+    const std::int64_t step = dropout_step(a.dropout);
+    const float keep_scale = 1.0f / (1.0f - a.dropout.p);
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
         widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
@@ -94,13 +104,14 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
           for (std::int64_t j = 0; j < S; ++j) {
             const auto ij = static_cast<std::size_t>(i * S + j);
             const float p = j <= i ? std::exp(P[ij] - lse[i]) : 0.0f;
-            Pr[ij] = p;
-            dSr[ij] = p * (dP[ij] - sum);
+            const bool keep = a.dropout.p == 0 || (j <= i && attention_keeps(a.dropout, step, b * a.heads + h, S, i, j));
+            Pr[ij] = keep ? p : 0.0f;
+            dSr[ij] = p * ((keep ? keep_scale * dP[ij] : 0.0f) - sum);
           }
           cpu::round_n<T>(&Pr[static_cast<std::size_t>(i * S)], S);
           cpu::round_n<T>(&dSr[static_cast<std::size_t>(i * S)], S);
         }
-        gemm(true, false, S, D, S, 1.0f, Pr.data(), dout.data(), dv.data());      // dV = Pᵀ·dO
+        gemm(true, false, S, D, S, keep_scale, Pr.data(), dout.data(), dv.data());  // dV = r·(P∘z)ᵀ·dO
         gemm(false, false, S, D, S, a.scale, dSr.data(), k.data(), dq.data());    // dQ = scale·dS·K
         gemm(true, false, S, D, S, a.scale, dSr.data(), q.data(), dk.data());     // dK = scale·dSᵀ·Q
         for (std::int64_t t = 0; t < S; ++t) {

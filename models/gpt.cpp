@@ -53,8 +53,10 @@ Var Gpt::forward(OpContext& ctx, const Tensor& tokens) const {
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const Block& b = blocks_[l];
     const auto site = static_cast<std::uint32_t>(1 + 2 * l);  // this block's two dropout sites: site, site + 1
-    const auto attention = [&b, B, dtype, heads = spec_.n_head](OpContext& c, const Var& in) {
-      return causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads);
+    const auto attention_site = static_cast<std::uint32_t>(1 + 2 * blocks_.size() + l);  // and its probabilities'
+    const auto attention = [&b, B, dtype, heads = spec_.n_head, attention_site](OpContext& c, const Var& in) {
+      return causal_attention(c, linear(c, layer_norm(c, in, b.ln_1_weight, b.ln_1_bias, dtype), b.c_attn), B, heads,
+                              attention_site);
     };
     const bool recompute_attention = spec_.recompute == GptSpec::Recompute::attention;
     const auto block = [&b, dtype, site, attention, recompute_attention](OpContext& c, const Var& in) {

@@ -2,7 +2,8 @@
 // state_dict names them, so a checkpoint loads into nanoGPT's GPT:
 //
 //   x = drop(wte[tokens] + wpe[positions])                      (transformer.wte, .wpe; FP32)
-//   n_layer times:  x = x + drop(c_proj(attention(c_attn(ln_1(x)))))  (transformer.h.N.ln_1, .attn.c_attn, .attn.c_proj)
+//   n_layer times:  x = x + drop(c_proj(attention(c_attn(ln_1(x)))))  (transformer.h.N.ln_1, .attn.c_attn, .attn.c_proj;
+//                                                                  attention drops its probabilities too)
 //                   x = x + drop(c_proj(gelu(c_fc(ln_2(x)))))         (transformer.h.N.ln_2, .mlp.c_fc, .mlp.c_proj)
 //   logits = ln_f(x) · wteᵀ                                     (transformer.ln_f; lm_head tied to wte)
 //
@@ -19,9 +20,10 @@
 // backward and runs the block again there (engine/ops.h's recompute): the same gradients, bit
 // for bit, for one more forward of the blocks; --recompute attention does so for ln_1 -> c_attn
 // -> attention only (dropping their normalised input, q/k/v and log-sum-exp), for one more
-// forward of those. drop() is --dropout, in training only
-// (engine/ops.h), at three of nanoGPT's four places: dropout of the attention probabilities
-// inside the fused attention is not written.
+// forward of those. drop() is --dropout, in training only (engine/ops.h), at nanoGPT's four
+// places: the embeddings, the attention probabilities (inside the fused attention kernels:
+// kernels/attention.h) and the two projections; sites 0 (embeddings), 1 + 2l and 2 + 2l
+// (block l's projections), 1 + 2·n_layer + l (block l's probabilities).
 #pragma once
 
 #include "models/model.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
 # index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short, split-K
-# slices that miss part of K or a partial left out of their sum), the
+# slices that miss part of K or a partial left out of their sum, a column sum's slice dropped, an
+# attention dropout mask not applied or not regenerated, an optimizer that forgets to unscale), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
@@ -48,6 +49,10 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"
+plant kernels/attention.cu 's/          if (!(kept >> (16 \* r + 2 \* nt + e) \& 1u)) s\[nt\]\[2 \* r + e\] = 0.0f;/          ;/' \
+  "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
+plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = true;/' \
+  "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
   "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
 plant kernels/column_sums.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 1; z < slices; ++z)/' \

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ht::fp64 {
@@ -58,8 +59,13 @@ inline Matrix layernorm(const Matrix& x, const std::vector<double>& w, const std
   return y;
 }
 
+// Dropout of attention probabilities: the factor (0 or 1/(1 - p)) of probability (b·H + h, i, j);
+// empty: none.
+using AttentionKeep = std::function<double(std::int64_t bh, std::int64_t i, std::int64_t j)>;
+
 // Causal multi-head self-attention: qkv (B, T, 3C), q | k | v, head h at columns h·D -> (B, T, C).
-inline Matrix attention(const Matrix& qkv, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t D) {
+inline Matrix attention(const Matrix& qkv, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t D,
+                        const AttentionKeep& keep = {}) {
   const std::int64_t C = H * D;
   Matrix out(static_cast<std::size_t>(B * T * C), 0.0);
   auto at = [&](std::int64_t b, std::int64_t t, std::int64_t col) { return qkv[static_cast<std::size_t>((b * T + t) * 3 * C + col)]; };
@@ -77,7 +83,7 @@ inline Matrix attention(const Matrix& qkv, std::int64_t B, std::int64_t T, std::
         double l = 0;
         for (std::int64_t j = 0; j <= i; ++j) l += std::exp(s[static_cast<std::size_t>(j)] - m);
         for (std::int64_t j = 0; j <= i; ++j) {
-          const double p = std::exp(s[static_cast<std::size_t>(j)] - m) / l;
+          const double p = std::exp(s[static_cast<std::size_t>(j)] - m) / l * (keep ? keep(b * H + h, i, j) : 1.0);
           for (std::int64_t d = 0; d < D; ++d) out[static_cast<std::size_t>((b * T + i) * C + h * D + d)] += p * at(b, j, 2 * C + h * D + d);
         }
       }
@@ -86,12 +92,12 @@ inline Matrix attention(const Matrix& qkv, std::int64_t B, std::int64_t T, std::
 
 // The gradient of Σ dout ∘ attention(qkv) with respect to qkv, from the softmax's derivative.
 inline Matrix attention_backward(const Matrix& qkv, const Matrix& dout, std::int64_t B, std::int64_t T, std::int64_t H,
-                                 std::int64_t D) {
+                                 std::int64_t D, const AttentionKeep& keep = {}) {
   const std::int64_t C = H * D;
   const double scale = 1 / std::sqrt(static_cast<double>(D));
   Matrix dqkv(qkv.size(), 0.0);
   auto ix = [&](std::int64_t b, std::int64_t t, std::int64_t col) { return static_cast<std::size_t>((b * T + t) * 3 * C + col); };
-  std::vector<double> p(static_cast<std::size_t>(T)), dp(static_cast<std::size_t>(T));
+  std::vector<double> p(static_cast<std::size_t>(T)), dp(static_cast<std::size_t>(T)), z(static_cast<std::size_t>(T));
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t i = 0; i < T; ++i) {
@@ -109,13 +115,14 @@ inline Matrix attention_backward(const Matrix& qkv, const Matrix& dout, std::int
           p[static_cast<std::size_t>(j)] /= l;
           double g = 0;
           for (std::int64_t d = 0; d < D; ++d) g += dout[static_cast<std::size_t>((b * T + i) * C + h * D + d)] * qkv[ix(b, j, 2 * C + h * D + d)];
-          dp[static_cast<std::size_t>(j)] = g;
-          delta += p[static_cast<std::size_t>(j)] * g;
+          z[static_cast<std::size_t>(j)] = keep ? keep(b * H + h, i, j) : 1.0;
+          dp[static_cast<std::size_t>(j)] = g * z[static_cast<std::size_t>(j)];  // d(loss)/d(P) through the mask
+          delta += p[static_cast<std::size_t>(j)] * dp[static_cast<std::size_t>(j)];
         }
         for (std::int64_t j = 0; j <= i; ++j) {
           const double pj = p[static_cast<std::size_t>(j)], ds = pj * (dp[static_cast<std::size_t>(j)] - delta) * scale;
           for (std::int64_t d = 0; d < D; ++d) {
-            dqkv[ix(b, j, 2 * C + h * D + d)] += pj * dout[static_cast<std::size_t>((b * T + i) * C + h * D + d)];
+            dqkv[ix(b, j, 2 * C + h * D + d)] += pj * z[static_cast<std::size_t>(j)] * dout[static_cast<std::size_t>((b * T + i) * C + h * D + d)];
             dqkv[ix(b, i, h * D + d)] += ds * qkv[ix(b, j, C + h * D + d)];
             dqkv[ix(b, j, C + h * D + d)] += ds * qkv[ix(b, i, h * D + d)];
           }

@@ -172,7 +172,7 @@ TEST_CASE("gpt: --recompute attention and block train bit for bit as without it 
   }
 }
 
-TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit for bit, --recompute block draws the same masks", "[gpt]") {
+TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit for bit, --recompute draws the same masks", "[gpt]") {
   TrainConfig c = gpt_config(Precision::fp32);
   c.dropout = 0.2f;
   c.steps = 3;
@@ -191,6 +191,8 @@ TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit fo
   TrainConfig again = c;
   again.model.gpt.recompute = GptSpec::Recompute::block;
   CHECK(train_in_process(again).master == cpu.master);  // the recomputed blocks draw the same masks
+  again.model.gpt.recompute = GptSpec::Recompute::attention;
+  CHECK(train_in_process(again).master == cpu.master);  // ... and the recomputed attention its probabilities'
   const fs::path root = unique_temp_path("halftape-gpt-dropout");
   c.steps = 6;
   c.accum_steps = 2;

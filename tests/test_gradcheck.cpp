@@ -284,6 +284,51 @@ TEST_CASE("gradcheck: causal_attention (fp32), rows spanning batches and heads",
                [](const auto& in) { return fp64::attention(in[0], 2, 5, 2, 3); });
 }
 
+TEST_CASE("gradcheck: causal_attention with dropout of its probabilities, a fixed mask - the backward regenerates the forward's",
+          "[gradcheck]") {
+  // The mask the forward drew is read back through the kernel's own output: with v = e_j (value
+  // rows of the identity), o_i = r·Σ_j P_ij·z_ij·e_j, so z_ij = (o_i)_j ≠ 0.
+  const DeviceStepState step_zero{};
+  const DropoutContext drop{.p = 0.4f, .seed = 4321, .micro = 2, .state = &step_zero};
+  constexpr std::int64_t B = 2, T = 5, H = 2, D = 5, C = H * D;
+  constexpr std::uint32_t site = 9;
+  std::vector<double> keep(static_cast<std::size_t>(B * H * T * T), 0.0);  // (b·H + h, i, j): 0 or 1/(1 - p)
+  {
+    auto backend = make_cpu_backend();
+    ParamArena arena;
+    arena.allocate(*backend, DType::f32);
+    OpContext probe{*backend, arena, nullptr, &drop};
+    std::vector<float> qkv(static_cast<std::size_t>(B * T * 3 * C), 0.0f);  // q = k = 0: uniform probabilities
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < H; ++h) qkv[static_cast<std::size_t>((b * T + t) * 3 * C + 2 * C + h * D + t)] = 1.0f;
+    const Var in = make_var(tensor_from(*backend, qkv, Shape{B * T, 3 * C}, DType::f32), false);
+    const std::vector<float> o = values_of(*backend, causal_attention(probe, in, B, H, site)->value);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < T; ++i)
+          for (std::int64_t j = 0; j <= i; ++j)
+            if (o[static_cast<std::size_t>((b * T + i) * C + h * D + j)] != 0.0f)
+              keep[static_cast<std::size_t>(((b * H + h) * T + i) * T + j)] = 1.0 / (1.0 - static_cast<double>(drop.p));
+  }
+  gradcheck_op({{Shape{B * T, 3 * C}, false, -1.5f, 1.5f}},
+               [&](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>&) {
+                 OpContext with{ctx.backend, ctx.params, ctx.tape, &drop};
+                 return causal_attention(with, a[0], B, H, site);
+               },
+               [&](const auto& in) {
+                 return fp64::attention(in[0], B, T, H, D, [&](std::int64_t bh, std::int64_t i, std::int64_t j) {
+                   return keep[static_cast<std::size_t>((bh * T + i) * T + j)];
+                 });
+               });
+  std::int64_t causal = 0, dropped = 0;
+  for (std::int64_t bh = 0; bh < B * H; ++bh)
+    for (std::int64_t i = 0; i < T; ++i)
+      for (std::int64_t j = 0; j <= i; ++j) ++causal, dropped += keep[static_cast<std::size_t>((bh * T + i) * T + j)] == 0.0;
+  CHECK(dropped > 0);
+  CHECK(dropped < causal);
+}
+
 TEST_CASE("gradcheck: a value read by two ops sums their gradients (x + linear(layer_norm(x)))", "[gradcheck]") {
   gradcheck_op({{Shape{3, 4}, false, -2, 2}, {Shape{4}, true, 0.5f, 1.5f}, {Shape{4}, true}, {Shape{4, 4}, true}, {Shape{4}, true}},
                [](OpContext& ctx, const std::vector<Var>& a, const std::vector<int>& p) {

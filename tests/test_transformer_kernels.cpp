@@ -130,20 +130,34 @@ TEST_CASE("kernel layernorm: forward and backward, every dtype, against FP64 and
       }
 }
 
-TEST_CASE("kernel attention: forward and backward, every dtype, head sizes 8 to 128, ragged T, against FP64", "[kernels][gpt]") {
-  struct Size { std::int64_t B, T, H, D; };
+TEST_CASE("kernel attention: forward and backward, every dtype, head sizes 8 to 128, ragged T, dropout, against FP64", "[kernels][gpt]") {
+  struct Size { std::int64_t B, T, H, D; float dropout = 0; };
+  DeviceStepState steps;  // the mask's step: steps done + 1 = 8
+  steps.steps_taken = 6;
+  steps.steps_skipped = 1;
   for (DType t : kTypes)
     for (Size s : {Size{2, 1, 1, 16}, Size{1, 17, 2, 32}, Size{2, 65, 2, 40}, Size{1, 130, 1, 64}, Size{1, 64, 1, 128}, Size{1, 130, 1, 128},
-                   Size{1, 33, 3, 8}}) {
-      INFO(dtype_name(t) << " B " << s.B << " T " << s.T << " H " << s.H << " D " << s.D);
+                   Size{1, 33, 3, 8}, Size{2, 65, 2, 40, 0.3f}, Size{1, 130, 1, 128, 0.2f}, Size{1, 33, 3, 8, 0.5f}}) {
+      INFO(dtype_name(t) << " B " << s.B << " T " << s.T << " H " << s.H << " D " << s.D << " dropout " << s.dropout);
       const std::int64_t C = s.H * s.D, rows = s.B * s.T;
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
       // Values up to 2: scores of a few units, so softmax is peaked on some rows and flat on others.
       const auto qkv = bytes_of(t, random_floats(static_cast<std::size_t>(rows * 3 * C), 21, -2, 2));
       const auto dout = bytes_of(t, random_floats(static_cast<std::size_t>(rows * C), 22));
       const std::vector<double> qkv64 = to_double(widen(t, qkv)), dout64 = to_double(widen(t, dout));
-      const std::vector<double> want_out = fp64::attention(qkv64, s.B, s.T, s.H, s.D);
-      const std::vector<double> want_dqkv = fp64::attention_backward(qkv64, dout64, s.B, s.T, s.H, s.D);
+      // Dropout: the header's mask, drawn here from attention_keeps as every executor draws it.
+      const DropoutKey key{.seed = 99, .site = 7, .micro = 3};
+      std::int64_t dropped = 0;
+      const fp64::AttentionKeep keep = [&](std::int64_t bh, std::int64_t i, std::int64_t j) {
+        const bool kept = attention_keeps({s.dropout, key, nullptr}, 8, bh, s.T, i, j);
+        dropped += kept ? 0 : 1;
+        return kept ? 1.0 / (1.0 - static_cast<double>(static_cast<float>(s.dropout))) : 0.0;
+      };
+      const std::vector<double> want_out = fp64::attention(qkv64, s.B, s.T, s.H, s.D, s.dropout > 0 ? keep : fp64::AttentionKeep{});
+      const std::vector<double> want_dqkv =
+          fp64::attention_backward(qkv64, dout64, s.B, s.T, s.H, s.D, s.dropout > 0 ? keep : fp64::AttentionKeep{});
+      if (s.dropout > 0) CHECK(dropped > 0);
+      const AttentionDropout dropout{.p = s.dropout, .key = key};
       // The reference, and each executor, against FP64: FP32 accumulation, and (16-bit types) the
       // roundings of the header (P and dS to the dtype, the outputs).
       const double eps = std::ldexp(1.0, -mantissa_bits(t));
@@ -155,9 +169,12 @@ TEST_CASE("kernel attention: forward and backward, every dtype, head sizes 8 to 
         auto d_lse = put_zeros<float>(b, static_cast<std::size_t>(s.B * s.H * s.T));
         auto d_delta = put_zeros<float>(b, static_cast<std::size_t>(s.B * s.H * s.T));
         auto d_dqkv = put_zeros<std::uint8_t>(b, qkv.size());
-        b.attention({d_qkv.get(), d_out.get(), d_lse.get(), t, s.B, s.T, s.H, s.D, scale});
+        const auto d_steps = put(b, std::vector<DeviceStepState>{steps});
+        AttentionDropout drop = dropout;
+        drop.state = d_steps.get();
+        b.attention({d_qkv.get(), d_out.get(), d_lse.get(), t, s.B, s.T, s.H, s.D, scale, drop});
         b.attention_backward({d_qkv.get(), d_out.get(), d_dout.get(), d_lse.get(), d_delta.get(), d_dqkv.get(), t, s.B, s.T, s.H,
-                              s.D, scale});
+                              s.D, scale, drop});
         const std::vector<float> out = widen(t, get(b, d_out)), dqkv = widen(t, get(b, d_dqkv));
         check_within(out, want_out, out_atol, 2 * eps, "out vs FP64");
         check_within(dqkv, want_dqkv, grad_atol, 4 * eps, "dqkv vs FP64");
