@@ -13,7 +13,7 @@
 # last stage never released, a partial group of tile rows walked as a whole one) run the wgmma
 # GEMM's tests on an emulated sm_90. Takes about 40 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
-# Hopper ones).
+# Hopper ones; PLANTS='attention|column sums': either).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -27,9 +27,16 @@ cmake -S "$work/src" -B "$work/race" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 ninja -C "$work/race" tests/halftape_racecheck_tests >/dev/null || { echo "the clean tree does not build for the racecheck"; exit 1; }
 
 status=0
+wanted() {  # DESCRIPTION: does PLANTS (TEXT or TEXT|TEXT...) pick it?
+  local pattern patterns
+  IFS='|' read -ra patterns <<< "${PLANTS:-}"
+  [[ ${#patterns[@]} -eq 0 ]] && return 0
+  for pattern in "${patterns[@]}"; do [[ $1 == *"$pattern"* ]] && return 0; done
+  return 1
+}
 plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   local file=$1 expr=$2 filter=$3 what=$4
-  [[ $what == *"${PLANTS:-}"* ]] || return 0
+  wanted "$what" || return 0
   cp "$work/src/$file" "$work/original"
   sed -i "$expr" "$work/src/$file"
   if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
@@ -73,7 +80,7 @@ plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]~[.]" "block_sum
 # must report the race.
 race_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   local file=$1 expr=$2 filter=$3 what=$4 order missed=""
-  [[ $what == *"${PLANTS:-}"* ]] || return 0
+  wanted "$what" || return 0
   cp "$work/src/$file" "$work/original"
   sed -i "$expr" "$work/src/$file"
   if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
