@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ht::bench {
 
@@ -26,15 +27,20 @@ const GpuSpec& find_gpu(std::string_view name) {
   fail(fmt::format("--gpu {}: the model knows h200, h100 and a100", name));
 }
 
-KernelEstimate estimate(const GpuSpec& gpu, const KernelCounters& k) {
+KernelEstimate estimate(const GpuSpec& gpu, const KernelCounters& k, int blocks_per_sm) {
   KernelEstimate e;
   const double launches = static_cast<double>(std::max<std::uint64_t>(1, k.launches));
-  const double blocks_per_launch = static_cast<double>(k.blocks) / launches;
+  const double blocks_per_launch = std::max(1.0, static_cast<double>(k.blocks) / launches);
   e.fill = std::min(1.0, blocks_per_launch / gpu.sms);
+  const double per_wave = static_cast<double>(gpu.sms) * std::max(1, blocks_per_sm);
+  e.waves = std::ceil(blocks_per_launch / per_wave);
+  // Less than a wave: the SMs it reaches, as if a block alone could use its SM's throughput (the
+  // optimistic end); a wave or more: the last wave's empty slots idle (NVIDIA's wave quantization).
+  e.wave_efficiency = e.waves <= 1 ? e.fill : blocks_per_launch / (e.waves * per_wave);
   const double dram = static_cast<double>(k.dram_read_bytes + k.dram_write_bytes);
   e.memory_us = dram / (gpu.hbm_tb_s * 1e12 * e.fill) * 1e6;
-  e.tensor_us = static_cast<double>(k.tensor_flops) / (gpu.tensor_tflops * 1e12 * e.fill) * 1e6;
-  e.shared_us = static_cast<double>(k.shared_wavefronts()) / (gpu.sms * e.fill * gpu.clock_ghz * 1e9) * 1e6;
+  e.tensor_us = static_cast<double>(k.tensor_flops) / (gpu.tensor_tflops * 1e12 * e.wave_efficiency) * 1e6;
+  e.shared_us = static_cast<double>(k.shared_wavefronts()) / (gpu.sms * e.wave_efficiency * gpu.clock_ghz * 1e9) * 1e6;
   e.overhead_us = launches * gpu.launch_us;
   const double work = std::max({e.memory_us, e.tensor_us, e.shared_us});
   e.us = work + e.overhead_us;

@@ -7,8 +7,11 @@
 //   tensor: its mma/wgmma FLOPs at the dense FP16/BF16 tensor peak;
 //   shared: its shared-memory wavefronts at one a clock per SM;
 // each over the SMs its grid fills (a grid of fewer blocks than SMs gets that share of the
-// machine), plus a fixed launch overhead; the longest term names the bound ("latency" when the
-// overhead is the larger part).
+// machine), and tensor and shared also over its waves: with b blocks an SM resident (the
+// compiler's occupancy), a launch of n >= SMs·b blocks runs in ceil(n / (SMs·b)) waves and the
+// last, part empty, wave idles its share of the SMs (NVIDIA's "wave quantization": efficiency
+// n / (waves·SMs·b)); plus a fixed launch overhead. The longest term names the bound ("latency"
+// when the overhead is the larger part).
 #pragma once
 
 #include "engine/kernel_counters.h"
@@ -37,9 +40,12 @@ const GpuSpec& find_gpu(std::string_view name);  // throws naming the known ones
 struct KernelEstimate {
   double memory_us = 0, tensor_us = 0, shared_us = 0, overhead_us = 0;
   double fill = 1;       // share of the SMs its grids fill (launch-weighted)
+  double waves = 1;      // waves of a launch, at blocks_per_sm resident blocks an SM
+  double wave_efficiency = 1;  // blocks / (waves · SMs · blocks_per_sm): the tensor and shared terms' share
   double us = 0;         // modelled time of all its launches
   std::string bound;     // memory | tensor | shared | latency
 };
-KernelEstimate estimate(const GpuSpec& gpu, const KernelCounters& k);
+// blocks_per_sm: the kernel's theoretical occupancy in blocks (0: unknown, taken as 1).
+KernelEstimate estimate(const GpuSpec& gpu, const KernelCounters& k, int blocks_per_sm = 0);
 
 }  // namespace ht::bench

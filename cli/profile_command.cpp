@@ -78,12 +78,23 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   const std::vector<KernelCounters> kernels = take_kernel_counters();
   HT_CHECK(!kernels.empty(), "profile: no kernel was counted (internal error)");
 
+  // The compiler's figures for each kernel's code on this GPU's architecture (the build's table):
+  // registers and occupancy, which set a launch's waves.
+  const bench::KernelResourceTable resources = bench::KernelResourceTable::load(HALFTAPE_KERNEL_RESOURCES);
+  std::vector<std::optional<bench::KernelResources>> res_of;
+  std::vector<std::optional<bench::Occupancy>> occ_of;
+  for (const KernelCounters& k : kernels) {
+    res_of.push_back(resources.find(gpu.arch, k.name));
+    occ_of.push_back(res_of.back() ? std::optional(bench::occupancy(gpu, *res_of.back(), k.threads_per_block, k.dynamic_shared_bytes))
+                                   : std::nullopt);
+  }
+
   // Per step: every figure divided by the counted steps.
   const double per = 1.0 / static_cast<double>(steps);
   std::vector<bench::KernelEstimate> est;
   double step_us = 0;
-  for (const KernelCounters& k : kernels) {
-    est.push_back(bench::estimate(gpu, k));
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    est.push_back(bench::estimate(gpu, kernels[i], occ_of[i] ? occ_of[i]->blocks_per_sm : 0));
     step_us += est.back().us * per;
   }
   const double rows_per_s = static_cast<double>(trainer.rows_per_step()) / (step_us * 1e-6);
@@ -91,8 +102,6 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   const double mfu = model_flops / (step_us * 1e-6) / (gpu.tensor_tflops * 1e12);
   const std::string unit = config.model.kind == "gpt" ? "tokens" : "samples";
 
-  // The compiler's figures for each kernel's code on this GPU's architecture (the build's table).
-  const bench::KernelResourceTable resources = bench::KernelResourceTable::load(HALFTAPE_KERNEL_RESOURCES);
   if (resources.empty())
     std::cout << "(no kernel resource table in this build - it needs nvcc and cuobjdump: registers and occupancy show as -)\n";
 
@@ -107,9 +116,8 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
     const double dram = static_cast<double>(k.dram_read_bytes + k.dram_write_bytes) * per;
     const double flops = static_cast<double>(k.tensor_flops) * per;
     const double conflicts = static_cast<double>(k.shared_bank_conflicts()) * per;
-    const std::optional<bench::KernelResources> res = resources.find(gpu.arch, k.name);
-    const std::optional<bench::Occupancy> occ =
-        res ? std::optional(bench::occupancy(gpu, *res, k.threads_per_block, k.dynamic_shared_bytes)) : std::nullopt;
+    const std::optional<bench::KernelResources>& res = res_of[i];
+    const std::optional<bench::Occupancy>& occ = occ_of[i];
     std::cout << fmt::format("{:<44.44} {:>6.0f} {:>9.3f} {:>9.3f} {:>8.2f} {:>5.0f}% {:>8.2f} {:>9.0f} {:>4} {:>5} {:>10.1f} {:>8} {:>5.1f}%\n",
                              k.name, launches, flops * 1e-9, dram * 1e-6, k.sectors_per_request(),
                              100 * k.sector_efficiency(), k.shared_wavefronts_per_request(), conflicts,
@@ -125,7 +133,7 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
                     {"shared_wavefronts_per_request", k.shared_wavefronts_per_request()},
                     {"shared_bank_conflicts", conflicts}, {"blocks_per_launch", static_cast<double>(k.blocks) / static_cast<double>(k.launches)},
                     {"threads_per_block", k.threads_per_block}, {"dynamic_shared_bytes", k.dynamic_shared_bytes},
-                    {"sm_fill", e.fill}, {"registers", res ? nlohmann::json(res->registers) : nlohmann::json(nullptr)},
+                    {"sm_fill", e.fill}, {"waves", e.waves}, {"wave_efficiency", e.wave_efficiency}, {"registers", res ? nlohmann::json(res->registers) : nlohmann::json(nullptr)},
                     {"occupancy", occ ? nlohmann::json(occ->share) : nlohmann::json(nullptr)}, {"compiled", compiled},
                     {"modelled_us", us}, {"modelled_memory_us", e.memory_us * per}, {"modelled_tensor_us", e.tensor_us * per},
                     {"modelled_shared_us", e.shared_us * per}, {"modelled_launch_us", e.overhead_us * per},
