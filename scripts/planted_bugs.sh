@@ -65,7 +65,7 @@ plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (
 plant kernels/column_sums.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 1; z < slices; ++z)/' \
   "kernel bias_grad*" "column sums: the finishing pass drops the first row slice"
 plant kernels/elementwise.cuh 's/    done = packs \* kPack;/    done = packs * kPack + 1;/' \
-  "kernel cast, add*" "element-wise maps: the first element after the packs skipped"
+  "*packed where aligned*" "element-wise maps: the first element after the packs skipped"
 plant kernels/optimizers.cu '0,/  const float inv_scale = unscale_factor(\*state);/s//  const float inv_scale = 1.0f;/' \
   "kernels sgd and adamw unscale*" "AdamW: the optimizer forgets to unscale the arena's scaled gradients"
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
