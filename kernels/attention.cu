@@ -45,6 +45,27 @@ struct DropoutMask {
   __device__ __forceinline__ bool keeps(std::int64_t bh, std::int64_t seq, std::int64_t query, std::int64_t key) const {
     return d.p == 0 || attention_keeps(d, step, bh, seq, query, key);
   }
+  // The mask of a warp's N m16n8 accumulator tiles: bit 4·nt + e for element e of tile nt, at row
+  // row0 + g + 8·(e >> 1) and column col0 + 8·nt + 2t + (e & 1) (the mma.sync layout). Rows are
+  // queries and columns keys, or the reverse (kRowsAreKeys: the dK/dV kernel's Sᵀ). Causally
+  // masked and past-the-end elements read as kept. Drawn before the scores are live, so the
+  // generator's registers never compete with them (nothing spills).
+  template <int N, bool kRowsAreKeys>
+  __device__ __forceinline__ std::uint32_t tile_bits(std::int64_t bh, std::int64_t seq, std::int64_t row0, std::int64_t col0, int g,
+                                                     int t) const {
+    static_assert(N <= 8, "32 bits: at most 8 tiles");
+    std::uint32_t bits = ~0u;
+    if (d.p == 0) return bits;
+    HT_UNROLL
+    for (int nt = 0; nt < N; ++nt)
+      HT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t row = row0 + g + 8 * (e >> 1), col = col0 + 8 * nt + 2 * t + (e & 1);
+        const std::int64_t query = kRowsAreKeys ? col : row, key = kRowsAreKeys ? row : col;
+        if (key <= query && query < seq && !attention_keeps(d, step, bh, seq, query, key)) bits &= ~(1u << (4 * nt + e));
+      }
+    return bits;
+  }
 };
 
 // ---- tensor-core path ------------------------------------------------------------------
@@ -209,19 +230,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
     load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
     tiles_landed();
-    // The tile's mask first, while the scores are not yet live (the generator's registers would
-    // otherwise spill): bit 16·r + 2·nt + e for row r's key nt·8 + 2t + e.
-    std::uint32_t kept = ~0u;
-    if (dropout.p > 0)
-      HT_UNROLL
-      for (int r = 0; r < 2; ++r)
-        HT_UNROLL
-        for (int nt = 0; nt < 8; ++nt)
-          HT_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const std::int64_t query = q0 + warp * 16 + g + 8 * r, key = kt * kRows + nt * 8 + 2 * t + e;
-            if (key <= query && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (16 * r + 2 * nt + e));
-          }
+    const std::uint32_t kept = mask.tile_bits<8, false>(blockIdx.x, S, q0 + warp * 16, kt * kRows, g, t);
     float s[8][4] = {};
     mma_a_bnk<T, D_PAD, 8, kStride>(s, qf, sk);
     // Scale, mask (causal, and keys past T), and the online softmax of each of the two rows.
@@ -261,7 +270,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
       for (int nt = 0; nt < 8; ++nt)
         HT_UNROLL
         for (int e = 0; e < 2; ++e)
-          if (!(kept >> (16 * r + 2 * nt + e) & 1u)) s[nt][2 * r + e] = 0.0f;
+          if (!(kept >> (4 * nt + 2 * r + e) & 1u)) s[nt][2 * r + e] = 0.0f;
     }
     mma_p_bkn<T, D_PAD, kStride>(o, s, sv);
   }
@@ -319,15 +328,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
     // sum runs in the same order as over the whole tile).
     HT_UNROLL
     for (int j = 0; j < kRows / 16; ++j) {
-      std::uint32_t kept = ~0u;  // bit 4·nt + e, drawn before Sᵀ and dPᵀ are live (as the forward's)
-      if (dropout.p > 0)
-        HT_UNROLL
-        for (int nt = 0; nt < 2; ++nt)
-          HT_UNROLL
-          for (int e = 0; e < 4; ++e) {
-            const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1), query = qt * kRows + 16 * j + nt * 8 + 2 * t + (e & 1);
-            if (query >= key && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (4 * nt + e));
-          }
+      const std::uint32_t kept = mask.tile_bits<2, true>(blockIdx.x, S, k0 + warp * 16, qt * kRows + 16 * j, g, t);
       float p[2][4] = {}, dp[2][4] = {};
       mma_a_bnk<T, D_PAD, 2, kStride>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
       mma_a_bnk<T, D_PAD, 2, kStride>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
@@ -388,15 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
     load_tile<T, D_PAD>(sa, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sb, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
     tiles_landed();
-    std::uint32_t kept = ~0u;  // bit 4·nt + e, drawn before S and dP are live (as the forward's)
-    if (dropout.p > 0)
-      HT_UNROLL
-      for (int nt = 0; nt < 8; ++nt)
-        HT_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const std::int64_t query = q0 + warp * 16 + g + 8 * (e >> 1), key = kt * kRows + nt * 8 + 2 * t + (e & 1);
-          if (key <= query && query < S && !mask.keeps(blockIdx.x, S, query, key)) kept &= ~(1u << (4 * nt + e));
-        }
+    const std::uint32_t kept = mask.tile_bits<8, false>(blockIdx.x, S, q0 + warp * 16, kt * kRows, g, t);
     float p[8][4] = {}, dp[8][4] = {};
     mma_a_bnk<T, D_PAD, 8, kStride>(p, qf, sa);    // S = Q·Kᵀ
     mma_a_bnk<T, D_PAD, 8, kStride>(dp, dof, sb);  // dP = dO·Vᵀ

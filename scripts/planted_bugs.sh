@@ -56,7 +56,7 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"
-plant kernels/attention.cu 's/          if (!(kept >> (16 \* r + 2 \* nt + e) \& 1u)) s\[nt\]\[2 \* r + e\] = 0.0f;/          ;/' \
+plant kernels/attention.cu 's/          if (!(kept >> (4 \* nt + 2 \* r + e) \& 1u)) s\[nt\]\[2 \* r + e\] = 0.0f;/          ;/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
 plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = true;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
