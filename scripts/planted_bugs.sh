@@ -56,9 +56,9 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"
-plant kernels/attention.cu 's/          if (!(kept >> (4 \* nt + 2 \* r + e) \& 1u)) s\[nt\]\[2 \* r + e\] = 0.0f;/          ;/' \
+plant kernels/attention.cu 's/          if (!(kept >> (4 \* nt + 2 \* r + e) \& 1u))/          if (false \&\& !(kept >> (4 * nt + 2 * r + e) \& 1u))/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
-plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = true;/' \
+plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = (kept | ~0u) >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
   "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
