@@ -40,8 +40,10 @@ DataSplit synthetic_data(const Workload& w, std::int64_t rows, std::uint64_t see
   if (w.model.kind == "gpt") {
     Rng rng(seed);
     data.text.vocab.assign(kVocab, "x");
-    for (std::int64_t i = 0; i < rows + w.model.gpt.block_size + 2; ++i) data.text.train.push_back(static_cast<std::int32_t>(rng.below(kVocab)));
-    data.text.val.assign(data.text.train.begin(), data.text.train.begin() + 2 * (w.model.gpt.block_size + 1));
+    std::vector<std::int32_t> ids;
+    for (std::int64_t i = 0; i < rows + w.model.gpt.block_size + 2; ++i) ids.push_back(static_cast<std::int32_t>(rng.below(kVocab)));
+    data.text.train = TokenSequence(ids);
+    data.text.val = data.text.train.slice(0, 2 * (w.model.gpt.block_size + 1));
     data.task = {InputKind::tokens, 0, kVocab, w.model.gpt.block_size + 1};
   } else {
     SyntheticConfig s;

@@ -2,10 +2,12 @@
 // micro-batches, and the evaluation split as batches. Two kinds (data/dataset.h):
 //   samples - each epoch a DistributedSampler order of the samples, uploaded once; a gather
 //             kernel finds the step's rows from the step counter on the device;
-//   text    - windows of T + 1 tokens (kernels/windows.h), at seeded random offsets or (no
-//             shuffle) contiguous as llm.c's loader; evaluation on the first non-overlapping
-//             windows of the validation text.
-// A micro-batch call takes the same arguments every step, so a step is capturable as a graph.
+//   text    - windows of T + 1 tokens, at seeded random offsets or (no shuffle) contiguous as
+//             llm.c's loader, read on the host from the split (in memory, or mapped token files
+//             of any size) and copied to the device each step; evaluation on the first
+//             non-overlapping windows of the validation text.
+// prepare_step is the host's part of a step, queued before the step's work; a micro-batch call
+// then takes the same arguments every step, so a step is capturable as a graph.
 #pragma once
 
 #include "data/dataset.h"
@@ -34,8 +36,10 @@ class TrainingBatches {
   virtual std::int64_t rows_per_micro_batch() const = 0;  // rows of logits (samples, or B·T positions)
   virtual std::int64_t steps_per_epoch() const = 0;        // optimizer steps in one pass over this rank's share
   virtual std::string unit() const = 0;                    // what a row is: "samples", "tokens"
-  virtual void prepare_epoch(std::int64_t epoch) = 0;      // the host's part, once per epoch (0-based)
-  // Micro-batch `micro` of the step the device's cursor is at.
+  // The host's part of step `step` (1-based; the device's steps_done + 1): samples - a new
+  // order once per epoch; text - the step's windows, read and queued for the device.
+  virtual void prepare_step(std::int64_t step) = 0;
+  // Micro-batch `micro` of the step the device's cursor is at (prepared by prepare_step).
   virtual Batch micro_batch(std::int64_t micro, const DeviceStepState* cursor, DType dtype) = 0;
 };
 

@@ -61,8 +61,14 @@ std::string data_identity(const DataSplit& d) {
   std::uint32_t crc = static_cast<std::uint32_t>(crc32(0L, Z_NULL, 0));
   if (d.is_text()) {
     for (const std::string& c : d.text.vocab) crc = crc_of(crc, c.data(), c.size() + 1);
-    for (const std::vector<std::int32_t>* part : {&d.text.train, &d.text.val})
-      crc = crc_of(crc, part->data(), part->size() * sizeof(std::int32_t));
+    // The ids as int32, a chunk at a time: a mapped corpus is never held whole.
+    std::vector<std::int32_t> chunk(std::int64_t{1} << 16);
+    for (const TokenSequence* part : {&d.text.train, &d.text.val})
+      for (std::int64_t at = 0; at < part->size(); at += std::ssize(chunk)) {
+        const std::int64_t n = std::min(std::ssize(chunk), part->size() - at);
+        part->read(at, n, chunk.data());
+        crc = crc_of(crc, chunk.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+      }
     if (d.text.vocab.empty())  // token files
       return fmt::format("{}: {} train and {} val, a vocabulary of {}, crc32 {:08x}",  // (checkpoints compare this)
                          d.text.vocab_size == kGpt2Vocab ? "GPT-2 tokens" : "tokens", d.text.train.size(),

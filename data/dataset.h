@@ -8,6 +8,7 @@
 //             characters to decode.
 #pragma once
 
+#include "data/token_sequence.h"
 #include "engine/task.h"
 
 #include <cstdint>
@@ -29,8 +30,8 @@ struct TextData {
   std::vector<std::string> vocab;     // the characters of token ids 0, 1, ... (UTF-8), in code point order;
                                       // empty for token files (their ids are GPT-2's BPE)
   std::int64_t vocab_size = 0;        // ids are in [0, vocab_size): vocab.size(), or the token files' (GPT-2's 50,257 or --vocab-size)
-  std::vector<std::int32_t> train;    // token ids of the first 90% of the characters
-  std::vector<std::int32_t> val;      // ... and of the last 10%
+  TokenSequence train;                // token ids of the first 90% of the characters (or train.bin's)
+  TokenSequence val;                  // ... and of the last 10% (or val.bin's)
 };
 
 struct DataSplit {

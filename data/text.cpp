@@ -109,11 +109,13 @@ DataSplit load_text(const std::string& path, const std::string& name) {
   const std::size_t n_train = chars.size() * 9 / 10;  // nanoGPT: int(n * 0.9)
   HT_CHECK(n_train >= 2 && chars.size() - n_train >= 2, "--data {}: {} has {} characters: too short to split into training "
            "and validation text (at least 20 are needed)", name, path, chars.size());
-  split.text.train.reserve(n_train);
-  split.text.val.reserve(chars.size() - n_train);
-  for (std::size_t i = 0; i < chars.size(); ++i)
-    (i < n_train ? split.text.train : split.text.val).push_back(chars[i] < 128 ? small[chars[i]] : id_of(chars[i]));
-  const auto shortest = static_cast<std::int64_t>(std::min(split.text.train.size(), split.text.val.size()));
+  std::vector<std::int32_t> train, val;
+  train.reserve(n_train);
+  val.reserve(chars.size() - n_train);
+  for (std::size_t i = 0; i < chars.size(); ++i) (i < n_train ? train : val).push_back(chars[i] < 128 ? small[chars[i]] : id_of(chars[i]));
+  split.text.train = TokenSequence(std::move(train));
+  split.text.val = TokenSequence(std::move(val));
+  const std::int64_t shortest = std::min(split.text.train.size(), split.text.val.size());
   split.task = {InputKind::tokens, 0, static_cast<std::int64_t>(split.text.vocab.size()), shortest - 1};
   return split;
 }

@@ -8,9 +8,9 @@
 // joined; tokens:TRAIN alone validates on its last 10% (as text data does).
 // Token ids are GPT-2's BPE (tiktoken "gpt2") unless --vocab-size names another vocabulary (the
 // files do not record theirs): an id at or above it is refused naming the file and the position.
-// Each file is memory-mapped and read once, straight into the int32 ids the device gets (4 bytes
-// a token in memory): fine for Shakespeare, TinyStories or a few fineweb shards, not for
-// OpenWebText's 9 billion, which would need the batches to stream from the files.
+// Each file is memory-mapped and stays so: loading checks every id once, then the batches copy
+// out only the windows each step reads (data/token_sequence.h). OpenWebText's 9 billion tokens
+// (18 GB of uint16) cost address space and page cache, not 18 GB of RAM or of device memory.
 #include "data/dataset.h"
 
 #include "ground/error.h"
@@ -24,7 +24,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <new>
 
 namespace ht {
 
@@ -58,9 +57,8 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-// Appends the tokens of one file (either format) to `tokens`, each checked against `vocab`.
-void read_token_file(const std::filesystem::path& path, const std::string& name, std::int64_t vocab,
-                     std::vector<std::int32_t>& tokens) {
+// The tokens of one file (either format), mapped, each checked against `vocab`.
+TokenSequence map_token_file(const std::filesystem::path& path, const std::string& name, std::int64_t vocab) {
   static_assert(std::endian::native == std::endian::little, "token files are little-endian");
   const std::string p = path.string();
   std::error_code ec;
@@ -68,7 +66,8 @@ void read_token_file(const std::filesystem::path& path, const std::string& name,
   HT_CHECK(std::filesystem::is_regular_file(path, ec), "--data {}: {}: not a regular file (a directory, FIFO or device)", name, p);
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   HT_CHECK(!ec, "--data {}: {}: cannot read its size: {}", name, p, ec.message());
-  const MappedFile file(p, static_cast<std::size_t>(size), name);
+  const auto map = std::make_shared<const MappedFile>(p, static_cast<std::size_t>(size), name);
+  const MappedFile& file = *map;
 
   std::size_t offset = 0;  // of the first token
   std::uintmax_t count = 0;
@@ -88,19 +87,13 @@ void read_token_file(const std::filesystem::path& path, const std::string& name,
     count = size / 2;
   }
   HT_CHECK(count >= 2, "--data {}: {}: {} tokens; at least 2 are needed (an input and its target)", name, p, count);
-  const std::size_t first = tokens.size();
-  try {
-    tokens.resize(first + static_cast<std::size_t>(count));
-  } catch (const std::bad_alloc&) {
-    fail(fmt::format("--data {}: {}: cannot hold its {} tokens in memory", name, p, count));
-  }
   for (std::size_t i = 0; i < count; ++i) {
     std::uint16_t id;
     std::memcpy(&id, file.data() + offset + 2 * i, 2);
     HT_CHECK(id < vocab, "--data {}: {}: token {} (byte {}) is id {}, outside {} of {} ids", name, p, i, offset + 2 * i, id,
              vocab == kGpt2Vocab ? "GPT-2's vocabulary" : "the vocabulary (--vocab-size)", vocab);
-    tokens[first + i] = id;
   }
+  return TokenSequence::of_u16(map, file.data() + offset, static_cast<std::int64_t>(count));
 }
 
 // A file, or the shards a glob pattern names, in name order (glob(3) sorts them).
@@ -115,9 +108,9 @@ std::vector<std::filesystem::path> token_files(const std::string& pattern, const
   return files;
 }
 
-std::vector<std::int32_t> read_tokens(const std::string& pattern, const std::string& name, std::int64_t vocab) {
-  std::vector<std::int32_t> tokens;
-  for (const std::filesystem::path& f : token_files(pattern, name)) read_token_file(f, name, vocab, tokens);
+TokenSequence read_tokens(const std::string& pattern, const std::string& name, std::int64_t vocab) {
+  TokenSequence tokens;
+  for (const std::filesystem::path& f : token_files(pattern, name)) tokens.append(map_token_file(f, name, vocab));
   return tokens;
 }
 
@@ -138,15 +131,14 @@ DataSplit load_tokens(const std::string& where, const std::string& name, std::in
   } else {  // TRAIN alone: its last 10% validate
     HT_CHECK(where.find_first_of("*?[") != std::string::npos || std::filesystem::exists(where, ec),
              "--data {}: {} is not a directory (holding train.bin and val.bin), a file or a glob of shards", name, where);
-    std::vector<std::int32_t> all = read_tokens(where, name, vocab);
-    const auto cut = static_cast<std::ptrdiff_t>(all.size() * 9 / 10);
-    split.text.val.assign(all.begin() + cut, all.end());
-    all.resize(static_cast<std::size_t>(cut));
-    split.text.train = std::move(all);
-    HT_CHECK(split.text.train.size() >= 2 && split.text.val.size() >= 2, "--data {}: {} tokens are too few to split 90/10 into "
-             "training and validation", name, split.text.train.size() + split.text.val.size());
+    const TokenSequence all = read_tokens(where, name, vocab);
+    const std::int64_t cut = all.size() * 9 / 10;
+    HT_CHECK(cut >= 2 && all.size() - cut >= 2, "--data {}: {} tokens are too few to split 90/10 into training and validation",
+             name, all.size());
+    split.text.train = all.slice(0, cut);
+    split.text.val = all.slice(cut, all.size() - cut);
   }
-  const auto shortest = static_cast<std::int64_t>(std::min(split.text.train.size(), split.text.val.size()));
+  const std::int64_t shortest = std::min(split.text.train.size(), split.text.val.size());
   split.task = {InputKind::tokens, 0, vocab, shortest - 1};
   return split;
 }

@@ -57,6 +57,9 @@ class Backend {
   PinnedPtr pinned(std::size_t bytes);  // allocate_pinned, freed when the pointer goes
 
   virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;  // host_src reusable on return
+  // pinned_src (from allocate_pinned) is read when the copy runs: keep it until an event
+  // recorded after this call is done.
+  virtual void upload_async(void* dst, const void* pinned_src, std::size_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;  // waits for the data
   virtual void download_async(void* pinned_dst, const void* src, std::size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;

@@ -50,6 +50,7 @@ class CpuBackend final : public Backend {
   void free_pinned(void* ptr) override { std::free(ptr); }
 
   void upload(void* dst, const void* src, std::size_t n) override { copy(dst, src, n); }
+  void upload_async(void* dst, const void* src, std::size_t n) override { copy(dst, src, n); }
   void download(void* dst, const void* src, std::size_t n) override { copy(dst, src, n); }
   void download_async(void* dst, const void* src, std::size_t n) override { copy(dst, src, n); }
   void copy(void* dst, const void* src, std::size_t n) override {

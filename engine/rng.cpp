@@ -14,6 +14,8 @@ std::uint64_t splitmix64(std::uint64_t& x) {
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
+std::uint64_t mix64(std::uint64_t x) { return splitmix64(x); }
+
 Rng::Rng(std::uint64_t seed) {
   for (auto& word : s_) word = splitmix64(seed);
 }

@@ -22,6 +22,9 @@ class Rng {
   std::array<std::uint64_t, 4> s_{};
 };
 
+// splitmix64's output from state x: a counter-based hash (window offsets are mix64 of their index).
+std::uint64_t mix64(std::uint64_t x);
+
 // Derives an independent stream for a purpose (e.g. data order of epoch e) from one seed.
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t purpose, std::uint64_t index = 0);
 

@@ -14,7 +14,6 @@
 #include "kernels/grad_stats.h"
 #include "kernels/layernorm.h"
 #include "kernels/optimizers.h"
-#include "kernels/windows.h"
 
 #define HT_KERNELS(X)                          \
   X(cast, CastArgs)                            \
@@ -22,7 +21,6 @@
   X(scale, ScaleArgs)                          \
   X(add, AddArgs)                              \
   X(gather_batch, GatherArgs)                  \
-  X(gather_windows, WindowArgs)                \
   X(sum, SumArgs)                              \
   X(bias_act, BiasActArgs)                     \
   X(act_backward, ActBackwardArgs)             \
@@ -35,7 +33,7 @@
   X(layernorm_backward, LayerNormBackwardArgs) \
   X(attention, AttentionArgs)                  \
   X(attention_backward, AttentionBackwardArgs) \
-  X(check_norm, CheckNormArgs)             \
+  X(check_norm, CheckNormArgs)                 \
   X(finalize_grad_stats, FinalizeArgs)         \
   X(update_scaler, ScalerUpdateArgs)           \
   X(sgd_step, SgdArgs)                         \

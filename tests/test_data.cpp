@@ -177,8 +177,9 @@ TEST_CASE("text: the vocabulary is the sorted distinct characters (UTF-8), 90% t
   CHECK(d.task.classes == 6);
   REQUIRE(d.text.train.size() == 18);  // int(20 · 0.9)
   REQUIRE(d.text.val.size() == 2);
-  CHECK(std::vector<std::int32_t>(d.text.train.begin(), d.text.train.begin() + 8) == std::vector<std::int32_t>{1, 0, 2, 0, 4, 3, 3, 5});
-  CHECK(d.text.val == std::vector<std::int32_t>{2, 2});
+  const std::vector<std::int32_t> train = d.text.train.all();
+  CHECK(std::vector<std::int32_t>(train.begin(), train.begin() + 8) == std::vector<std::int32_t>{1, 0, 2, 0, 4, 3, 3, 5});
+  CHECK(d.text.val.all() == std::vector<std::int32_t>{2, 2});
   // Bad input: one message naming the file and what is wrong.
   const std::string bad = "ok\xff" "x";
   CHECK_THROWS_WITH(load_text(dir.write("bad.txt", std::vector<std::uint8_t>(bad.begin(), bad.end())), "text:bad"),
@@ -193,15 +194,15 @@ TEST_CASE("text windows: contiguous as llm.c's loader, random ones seeded and re
   auto cpu = make_cpu_backend();
   DataSplit d;
   d.name = "text";
-  for (int i = 0; i < 1000; ++i) d.text.train.push_back(i % 251), d.text.val.push_back(i % 97);
+  std::vector<std::int32_t> train, val;
+  for (int i = 0; i < 1000; ++i) train.push_back(i % 251), val.push_back(i % 97);
+  d.text.train = TokenSequence(train);
+  d.text.val = TokenSequence(val);
   d.text.vocab.assign(251, "x");
   d.task = {InputKind::tokens, 0, 251, 999};
-  auto rows_of = [&](TrainingBatches& b, std::int64_t step, std::int64_t micro) {
-    DeviceStepState s;
-    s.steps_taken = step;  // steps done before this one
-    const Tensor cursor = cpu->buffer(sizeof(s));
-    cpu->upload(cursor.data(), &s, sizeof(s));
-    const Batch batch = b.micro_batch(micro, cursor.data_as<DeviceStepState>(), DType::f32);
+  auto rows_of = [&](TrainingBatches& b, std::int64_t step, std::int64_t micro) {  // step: the steps done before it
+    b.prepare_step(step + 1);
+    const Batch batch = b.micro_batch(micro, nullptr, DType::f32);
     return std::pair{download<std::int32_t>(*cpu, batch.input), download<std::int32_t>(*cpu, batch.targets)};
   };
   BatchConfig c{.batch_size = 3, .accum_steps = 2, .sequence_length = 8, .seed = 5, .shuffle = false};
@@ -287,8 +288,8 @@ TEST_CASE("tokens: nanoGPT's and llm.c's train.bin/val.bin read as GPT-2 ids, ba
     CHECK(d.text.vocab.empty());
     CHECK(d.text.vocab_size == 50257);
     CHECK(d.task.classes == 50257);
-    CHECK(d.text.train == std::vector<std::int32_t>(train.begin(), train.end()));
-    CHECK(d.text.val == std::vector<std::int32_t>(val.begin(), val.end()));
+    CHECK(d.text.train.all() == std::vector<std::int32_t>(train.begin(), train.end()));
+    CHECK(d.text.val.all() == std::vector<std::int32_t>(val.begin(), val.end()));
     CHECK(d.task.max_sequence == 2);  // the shorter split's tokens - 1
     CHECK_THAT(data_identity(d), Catch::StartsWith("GPT-2 tokens: 7 train and 3 val"));
   }
@@ -320,18 +321,61 @@ TEST_CASE("tokens: llm.c's shards by glob, in name order, TRAIN,VAL files, TRAIN
   dir.write("shard_val_000000.bin", llmc_tokens({9, 8, 7}));
   const std::string glob = (dir.path / "shard_train_*.bin").string(), val = (dir.path / "shard_val_000000.bin").string();
   const DataSplit d = load_data("tokens:" + glob + "," + val, {});
-  CHECK(d.text.train == std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
-  CHECK(d.text.val == std::vector<std::int32_t>{9, 8, 7});
+  CHECK(d.text.train.all() == std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
+  CHECK(d.text.val.all() == std::vector<std::int32_t>{9, 8, 7});
   // One file alone: its last 10% validate.
   std::vector<std::uint16_t> ids(40);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>(i);
   dir.write("all.bin", nanogpt_tokens(ids));
   const DataSplit one = load_data("tokens:" + (dir.path / "all.bin").string(), {});
   CHECK(one.text.train.size() == 36);
-  CHECK(one.text.val == std::vector<std::int32_t>{36, 37, 38, 39});
+  CHECK(one.text.val.all() == std::vector<std::int32_t>{36, 37, 38, 39});
   // A pattern that matches nothing, and a bad shard among good ones, are named.
   const std::string none = (dir.path / "nothing_*.bin").string();
   CHECK_THROWS_WITH(load_data("tokens:" + none + "," + val, {}), Catch::Contains(none) && Catch::Contains("no file matches"));
   dir.write("shard_train_000003.bin", {1, 2, 3});
   CHECK_THROWS_WITH(load_data("tokens:" + glob + "," + val, {}), Catch::Contains("shard_train_000003.bin") && Catch::Contains("odd number"));
+}
+
+TEST_CASE("tokens: mapped shards stream - the batches read them in place, never the whole split", "[data]") {
+  // A split of 3 shards (one llm.c, two nanoGPT), 600,000 ids in all, against the same ids in memory.
+  TempDir dir;
+  std::vector<std::int32_t> ids;
+  std::vector<std::uint16_t> shard;
+  for (int s = 0; s < 3; ++s) {
+    shard.clear();
+    for (int i = 0; i < 200000; ++i) shard.push_back(static_cast<std::uint16_t>((s * 200000 + i) * 7919 % 50000));
+    ids.insert(ids.end(), shard.begin(), shard.end());
+    dir.write(fmt::format("train_{}.bin", s), s == 1 ? llmc_tokens(shard) : nanogpt_tokens(shard));
+  }
+  dir.write("val.bin", nanogpt_tokens({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  const DataSplit mapped = load_data("tokens:" + (dir.path / "train_*.bin").string() + "," + (dir.path / "val.bin").string(), {});
+  DataSplit held = mapped;
+  held.text.train = TokenSequence(ids);
+  // Slices and reads across the shards' seams.
+  const TokenSequence mid = mapped.text.train.slice(199990, 200020);
+  CHECK(mid.all() == std::vector<std::int32_t>(ids.begin() + 199990, ids.begin() + 400010));
+  std::vector<std::int32_t> across(30);
+  mapped.text.train.read(399985, 30, across.data());
+  CHECK(across == std::vector<std::int32_t>(ids.begin() + 399985, ids.begin() + 400015));
+
+  auto cpu = make_cpu_backend();
+  const BatchConfig c{.batch_size = 4, .accum_steps = 3, .sequence_length = 64, .seed = 9, .shuffle = true};
+  const std::size_t before = cpu->memory_stats().in_use;
+  auto from_maps = make_training_batches(*cpu, mapped, c);
+  // On the device: the step's windows (3 micro-batches of 4 × 64 inputs and targets), not 2.4 MB of ids.
+  CHECK(cpu->memory_stats().in_use - before <= 2 * 3 * 4 * 64 * sizeof(std::int32_t) + 4096);
+  auto from_memory = make_training_batches(*cpu, held, c);
+  for (std::int64_t step : {1, 2, 917}) {
+    from_maps->prepare_step(step);
+    from_memory->prepare_step(step);
+    for (std::int64_t micro = 0; micro < 3; ++micro) {
+      INFO("step " << step << " micro-batch " << micro);
+      const Batch a = from_maps->micro_batch(micro, nullptr, DType::f32), b = from_memory->micro_batch(micro, nullptr, DType::f32);
+      const auto in = download<std::int32_t>(*cpu, a.input), tgt = download<std::int32_t>(*cpu, a.targets);
+      CHECK(in == download<std::int32_t>(*cpu, b.input));
+      CHECK(tgt == download<std::int32_t>(*cpu, b.targets));
+      CHECK(std::vector<std::int32_t>(in.begin() + 1, in.begin() + 64) == std::vector<std::int32_t>(tgt.begin(), tgt.begin() + 63));
+    }
+  }
 }

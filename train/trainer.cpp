@@ -168,7 +168,7 @@ Trainer::~Trainer() = default;
 void Trainer::train_step(std::int64_t step) {
   faults_.at_step_start(step);
   const std::int64_t epoch = (step - 1) / steps_per_epoch_;  // 0-based
-  batches_->prepare_epoch(epoch);  // the host's part of the step: once per epoch (a new sample order)
+  batches_->prepare_step(step);  // the host's part of the step: a new sample order, or the step's token windows
   const bool inject = faults_.overflow_at(step);
   if (config_.cuda_graph && !inject && step > kGraphWarmupSteps) {
     if (!graph_) {  // capture once (the warm-up steps filled the allocator's cache), then replay

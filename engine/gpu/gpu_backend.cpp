@@ -165,6 +165,7 @@ class GpuBackend final : public Backend {
   void upload(void* dst, const void* src, std::size_t n) override {
     if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_.handle));
   }
+  void upload_async(void* dst, const void* src, std::size_t n) override { upload(dst, src, n); }  // from pinned memory: async
   void download(void* dst, const void* src, std::size_t n) override {
     if (n) HT_CUDA_CHECK(rt::cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream_.handle));
     synchronize();
