@@ -1,7 +1,11 @@
 // Causal self-attention, FlashAttention-2 style (kernels/attention.h for the math and rounding).
 //
-// fp16/bf16, tensor cores: a block of 4 warps takes 64 queries (forward, dQ) or 64 keys (dK/dV)
-// of one (batch, head); each warp owns 16 of them. Tiles of 64 rows × D stream through shared
+// fp16/bf16, tensor cores: a block of 4 warps takes 64 queries (dQ) or 64 keys (dK/dV) of one
+// (batch, head), each warp 16 of them; the forward's warps own two m16 row tiles (32 queries,
+// 128 a block) at head sizes up to 64, so each K and V fragment read from shared memory feeds
+// two products (at T = 1024 every attention kernel is bound by shared memory in the model,
+// docs/performance-model.md; two tiles do not fit the registers of dQ, dK/dV, or the forward at
+// head size 128). Tiles of 64 rows × D stream through shared
 // memory by cp.async (rows padded by 8 elements, so ldmatrix's eight rows fall in different
 // banks); the products are mma.sync m16n8k16 with FP32 accumulators, and the probabilities go
 // from accumulator registers straight into the next product's A fragments (the accumulator
@@ -27,6 +31,22 @@ namespace ht::gpu::inline HT_GPU_NS {
 namespace {
 
 constexpr int kRows = 64, kWarps = 4, kThreads = 32 * kWarps;
+// m16 row tiles a warp of the forward owns: two at head sizes up to 64, so each K and V
+// fragment a warp reads from shared memory feeds two products (the forward is bound by shared
+// memory, docs/performance-model.md); one at 128, where two would not fit the registers.
+constexpr int attention_forward_warp_tiles(int d_pad) { return d_pad <= 64 ? 2 : 1; }
+constexpr int attention_forward_queries(int d_pad) { return 16 * attention_forward_warp_tiles(d_pad) * kWarps; }
+// With one tile a warp keeps its Q fragments in registers and the Q tile borrows the K and V
+// tiles' room; with two, Q's fragments would not fit beside S and O: they stay in a tile of
+// their own and are read at each use (still half the shared reads a query of one tile a warp).
+constexpr bool attention_forward_q_in_registers(int d_pad) { return attention_forward_warp_tiles(d_pad) == 1; }
+// Bytes of the forward's dynamic shared memory: its tiles of kRows rows, then each thread's
+// dropout bits of its M tiles (written before the tile barrier, read after it: the generator
+// then runs while S is not yet live, and its registers never compete with S's).
+template <int D_PAD, class T> constexpr std::size_t attention_forward_shared_bytes() {
+  const int tiles = attention_forward_q_in_registers(D_PAD) ? 2 : 2 + attention_forward_queries(D_PAD) / kRows;
+  return std::size_t{kRows} * (D_PAD + 8) * sizeof(T) * tiles + sizeof(std::uint32_t) * kThreads * attention_forward_warp_tiles(D_PAD);
+}
 // Does the dK/dV kernel keep its K and V fragments in registers (or read them from shared memory)?
 constexpr bool attention_dkv_kv_in_registers(int d_pad) { return d_pad <= 64; }
 
@@ -56,7 +76,7 @@ struct DropoutMask {
     static_assert(N <= 8, "32 bits: at most 8 tiles");
     std::uint32_t bits = ~0u;
     if (d.p == 0) return bits;
-    HT_UNROLL
+HT_NO_UNROLL  // a generator's registers at a time, not N tiles' (the forward at head 64 would spill)
     for (int nt = 0; nt < N; ++nt)
       HT_UNROLL
       for (int e = 0; e < 4; ++e) {
@@ -78,14 +98,14 @@ template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, floa
   return static_cast<std::uint32_t>(x) | (static_cast<std::uint32_t>(y) << 16);
 }
 
-// Rows [row0, row0 + 64) × columns [0, D_PAD) of a (T, width) matrix (rows past T and columns
+// Rows [row0, row0 + R) × columns [0, D_PAD) of a (T, width) matrix (rows past T and columns
 // past D are zero) into a shared tile with row stride D_PAD + 8, by 16-byte cp.async copies
 // when every row's slice is 16-byte aligned, else element by element.
-template <class T, int D_PAD>
+template <class T, int D_PAD, int R = kRows>
 __device__ __forceinline__ void load_tile(T* tile, const T* src, std::int64_t row0, std::int64_t rows, std::int64_t width,
                                           std::int64_t d, bool vector_loads) {
   constexpr int kStride = D_PAD + 8, kChunks = D_PAD / 8;
-  for (int q = threadIdx.x; q < kRows * kChunks; q += kThreads) {
+  for (int q = threadIdx.x; q < R * kChunks; q += kThreads) {
     const int i = q / kChunks, c = (q % kChunks) * 8;
     T* dst = tile + i * kStride + c;
     const std::int64_t row = row0 + i;
@@ -110,28 +130,30 @@ template <int D_PAD, class T> __device__ __forceinline__ void load_a_step(std::u
   ldmatrix<4, false>(frag, tile + (r0 + row) * kStride + ks * 16 + col);
 }
 
-// A warp's A operand (its 16 rows × D_PAD of a shared tile), handed to the products one k16 step
-// at a time: loaded into registers once (kInRegisters), or read from the tile at each use, which
-// costs an ldmatrix a step but frees D_PAD / 4 registers (the dK/dV kernel at head size 128
-// would otherwise need two such operands, 64 registers, on top of 192 for its accumulators, and
-// spill).
-template <class T, int D_PAD, bool kInRegisters> struct WarpA;
-template <class T, int D_PAD> struct WarpA<T, D_PAD, true> {
-  std::uint32_t frag[D_PAD / 16][4];
+// A warp's A operand (its M·16 rows × D_PAD of a shared tile: M m16 tiles), handed to the
+// products one k16 step at a time: loaded into registers once (kInRegisters), or read from the
+// tile at each use, which costs an ldmatrix a step but frees D_PAD / 4 registers a tile (the
+// dK/dV kernel at head size 128 would otherwise need two such operands, 64 registers, on top of
+// 192 for its accumulators, and spill).
+template <class T, int D_PAD, bool kInRegisters, int M = 1> struct WarpA;
+template <class T, int D_PAD, int M> struct WarpA<T, D_PAD, true, M> {
+  std::uint32_t frag[M][D_PAD / 16][4];
   __device__ __forceinline__ WarpA(const T* tile, int r0) {
     HT_UNROLL
-    for (int ks = 0; ks < D_PAD / 16; ++ks) load_a_step<D_PAD>(frag[ks], tile, r0, ks);
+    for (int i = 0; i < M; ++i)
+      HT_UNROLL
+      for (int ks = 0; ks < D_PAD / 16; ++ks) load_a_step<D_PAD>(frag[i][ks], tile, r0 + 16 * i, ks);
   }
-  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks) const {
+  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks, int i = 0) const {
     HT_UNROLL
-    for (int i = 0; i < 4; ++i) a[i] = frag[ks][i];
+    for (int j = 0; j < 4; ++j) a[j] = frag[i][ks][j];
   }
 };
-template <class T, int D_PAD> struct WarpA<T, D_PAD, false> {
+template <class T, int D_PAD, int M> struct WarpA<T, D_PAD, false, M> {
   const T* tile;
   int r0;
   __device__ __forceinline__ WarpA(const T* t, int r) : tile(t), r0(r) {}
-  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks) const { load_a_step<D_PAD>(a, tile, r0, ks); }
+  __device__ __forceinline__ void step(std::uint32_t (&a)[4], int ks, int i = 0) const { load_a_step<D_PAD>(a, tile, r0 + 16 * i, ks); }
 };
 // B fragments of two n8 tiles [n0, n0 + 16) × one k16 step [k0, k0 + 16), from a tile stored
 // [n][k] (b[0]: tile n0, b[1]: tile n0 + 8).
@@ -149,41 +171,81 @@ template <int kStride, class T> __device__ __forceinline__ void load_b_kn(std::u
   b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
 }
 
-// acc (16 × 8·N) += A (16 × D_PAD, a WarpA) · B, B from a [n][k] tile: n = 8·N columns from n0.
-template <class T, int D_PAD, int N, int kStride, bool kInRegisters>
-__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const WarpA<T, D_PAD, kInRegisters>& a, const T* tile, int n0 = 0) {
+// acc[i] (16 × 8·N) += A[i] (16 × D_PAD: m16 tile i of a WarpA) · B for each of its M tiles,
+// B from a [n][k] tile: n = 8·N columns from n0. Each B fragment is read once for the M tiles.
+template <class T, int D_PAD, int M, int N, bool kInRegisters>
+__device__ __forceinline__ void mma_a_bnk(float (&acc)[M][N][4], const WarpA<T, D_PAD, kInRegisters, M>& a, const T* tile,
+                                          int n0 = 0) {
   HT_UNROLL
   for (int ks = 0; ks < D_PAD / 16; ++ks) {
-    std::uint32_t af[4];
-    a.step(af, ks);
+    std::uint32_t af[M][4];
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) a.step(af[i], ks, i);
     HT_UNROLL
     for (int np = 0; np < N / 2; ++np) {
       std::uint32_t b[2][2];
-      load_b_nk<kStride>(b, tile, n0 + np * 16, ks * 16);
-      mma_m16n8k16<T>(acc[2 * np], af, b[0], acc[2 * np]);
-      mma_m16n8k16<T>(acc[2 * np + 1], af, b[1], acc[2 * np + 1]);
+      load_b_nk<D_PAD + 8>(b, tile, n0 + np * 16, ks * 16);
+      HT_UNROLL
+      for (int i = 0; i < M; ++i) {
+        mma_m16n8k16<T>(acc[i][2 * np], af[i], b[0], acc[i][2 * np]);
+        mma_m16n8k16<T>(acc[i][2 * np + 1], af[i], b[1], acc[i][2 * np + 1]);
+      }
     }
   }
 }
-// acc (16 × D_PAD) += P (16 × 16: two n8 accumulator tiles, rounded to T) · rows [k0, k0 + 16)
-// of a [k][n] tile.
-template <class T, int D_PAD, int kStride>
-__device__ __forceinline__ void mma_p16_bkn(float (&acc)[D_PAD / 8][4], const float (&p0)[4], const float (&p1)[4], const T* tile,
-                                            int k0) {
-  const std::uint32_t a[4] = {pack2<T>(p0[0], p0[1]), pack2<T>(p0[2], p0[3]), pack2<T>(p1[0], p1[1]), pack2<T>(p1[2], p1[3])};
+template <class T, int D_PAD, int N, bool kInRegisters>  // one m16 tile
+__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const WarpA<T, D_PAD, kInRegisters>& a, const T* tile, int n0 = 0) {
+  mma_a_bnk<T, D_PAD>(reinterpret_cast<float(&)[1][N][4]>(acc), a, tile, n0);
+}
+// The A fragment of P (16 × 16: two n8 accumulator tiles, p0 its columns 0-7, p1 8-15), rounded to T.
+template <class T> __device__ __forceinline__ void pack_a(std::uint32_t (&a)[4], const float (&p0)[4], const float (&p1)[4]) {
+  a[0] = pack2<T>(p0[0], p0[1]), a[1] = pack2<T>(p0[2], p0[3]), a[2] = pack2<T>(p1[0], p1[1]), a[3] = pack2<T>(p1[2], p1[3]);
+}
+// acc[i] (16 × D_PAD) += A[i] (a k16 fragment) · rows [k0, k0 + 16) of a [k][n] tile, for M m16
+// tiles; each B fragment is read once for them.
+template <class T, int D_PAD, int M>
+__device__ __forceinline__ void mma_a16_bkn(float (&acc)[M][D_PAD / 8][4], const std::uint32_t (&a)[M][4], const T* tile, int k0) {
   HT_UNROLL
   for (int np = 0; np < D_PAD / 16; ++np) {
     std::uint32_t b[2][2];
-    load_b_kn<kStride>(b, tile, k0, np * 16);
-    mma_m16n8k16<T>(acc[2 * np], a, b[0], acc[2 * np]);
-    mma_m16n8k16<T>(acc[2 * np + 1], a, b[1], acc[2 * np + 1]);
+    load_b_kn<D_PAD + 8>(b, tile, k0, np * 16);
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) {
+      mma_m16n8k16<T>(acc[i][2 * np], a[i], b[0], acc[i][2 * np]);
+      mma_m16n8k16<T>(acc[i][2 * np + 1], a[i], b[1], acc[i][2 * np + 1]);
+    }
+  }
+}
+// acc (16 × D_PAD) += P (16 × 16, two n8 accumulator tiles rounded to T) · rows [k0, k0 + 16).
+template <class T, int D_PAD>
+__device__ __forceinline__ void mma_p16_bkn(float (&acc)[D_PAD / 8][4], const float (&p0)[4], const float (&p1)[4], const T* tile,
+                                            int k0) {
+  std::uint32_t a[1][4];
+  pack_a<T>(a[0], p0, p1);
+  mma_a16_bkn<T, D_PAD>(reinterpret_cast<float(&)[1][D_PAD / 8][4]>(acc), a, tile, k0);
+}
+// acc[i] (16 × D_PAD) += P[i] (16 × 64, packed: its four k16 fragments) · B, B from a [k][n]
+// tile, for M m16 tiles. P is packed as soon as its softmax is done, so the products keep half
+// the registers its FP32 values took.
+template <class T, int D_PAD, int M>
+__device__ __forceinline__ void mma_pa_bkn(float (&acc)[M][D_PAD / 8][4], const std::uint32_t (&pa)[M][4][4], const T* tile) {
+  HT_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    std::uint32_t a[M][4];
+    HT_UNROLL
+    for (int i = 0; i < M; ++i)
+      HT_UNROLL
+      for (int e = 0; e < 4; ++e) a[i][e] = pa[i][j][e];
+    mma_a16_bkn<T, D_PAD>(acc, a, tile, 16 * j);
   }
 }
 // acc (16 × D_PAD) += P (16 × 64, from accumulators: rounded to T) · B, B from a [k][n] tile.
-template <class T, int D_PAD, int kStride>
+template <class T, int D_PAD>
 __device__ __forceinline__ void mma_p_bkn(float (&acc)[D_PAD / 8][4], const float (&p)[8][4], const T* tile) {
+  std::uint32_t pa[1][4][4];
   HT_UNROLL
-  for (int j = 0; j < 4; ++j) mma_p16_bkn<T, D_PAD, kStride>(acc, p[2 * j], p[2 * j + 1], tile, 16 * j);
+  for (int j = 0; j < 4; ++j) pack_a<T>(pa[0][j], p[2 * j], p[2 * j + 1]);
+  mma_pa_bkn<T, D_PAD>(reinterpret_cast<float(&)[1][D_PAD / 8][4]>(acc), pa, tile);
 }
 
 template <class T> __device__ __forceinline__ T zero_of() { return from_float<T>(0.0f); }
@@ -203,82 +265,110 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
     }
 }
 
-// qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (b·H + h, query tile): b·H in grid.x, which has no 65535 limit.
+// qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (b·H + h, query tile of
+// 16·M·4 queries, M = attention_forward_warp_tiles): b·H in grid.x, which has no 65535 limit.
+// Warp w owns queries [q0 + 16·M·w, + 16·M): M m16 tiles, each K and V fragment feeding all M.
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                      float* __restrict__ lse, Geometry geo, float scale,
                                                                      int vector_loads, AttentionDropout dropout) {
+  constexpr int M = attention_forward_warp_tiles(D_PAD), kQueries = attention_forward_queries(D_PAD);
+  constexpr bool kQInRegisters = attention_forward_q_in_registers(D_PAD);
+  static_assert(!kQInRegisters || kQueries <= 2 * kRows, "the Q tile borrows the K and V tiles' room");
   constexpr int kStride = D_PAD + 8;
-  HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (the Q tile first borrows the K tile's room)
-  T* sk = smem;
-  T* sv = smem + kRows * kStride;
+  HT_DYNAMIC_SHARED(T, smem);  // [Q tile, unless it borrows the room of] K tile | V tile, dropout bits
+  T* sq = smem;
+  T* sk = kQInRegisters ? smem : smem + kQueries * kStride;
+  T* sv = sk + kRows * kStride;
+  std::uint32_t* sbits = reinterpret_cast<std::uint32_t*>(sv + kRows * kStride) + threadIdx.x;  // [i·kThreads]: tile i's
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.y} * kRows;
+  const std::int64_t q0 = std::int64_t{blockIdx.y} * kQueries;
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const std::int64_t w0 = q0 + 16 * M * warp;  // the warp's first query
   const bool vec = vector_loads != 0;
   const DropoutMask mask(dropout);
 
-  load_tile<T, D_PAD>(sk, base + h * D, q0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD, kQueries>(sq, base + h * D, q0, S, 3 * C, D, vec);
   tiles_landed();
-  const WarpA<T, D_PAD, true> qf(sk, warp * 16);
+  const WarpA<T, D_PAD, kQInRegisters, M> qf(sq, 16 * M * warp);
 
-  float o[D_PAD / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {  // key tiles up to the diagonal
-    __syncthreads();  // every warp is done with the previous tile (and with Q's room)
+  float o[M][D_PAD / 8][4] = {}, m[M][2], l[M][2];
+  HT_UNROLL
+  for (int i = 0; i < M; ++i) m[i][0] = m[i][1] = -INFINITY, l[i][0] = l[i][1] = 0.0f;
+  const std::int64_t last_tile = (std::min(q0 + kQueries, S) - 1) / kRows;  // of the block's last query
+  for (std::int64_t kt = 0; kt <= last_tile; ++kt) {  // key tiles up to the diagonal
+    __syncthreads();  // every warp is done with the previous tile (and with Q's borrowed room)
     load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
+    const bool needed = kt * kRows < w0 + 16 * M;  // not every key of the tile follows the warp's queries
+    if (needed)
+      HT_UNROLL
+      for (int i = 0; i < M; ++i) sbits[i * kThreads] = mask.tile_bits<8, false>(blockIdx.x, S, w0 + 16 * i, kt * kRows, g, t);
     tiles_landed();
-    const std::uint32_t kept = mask.tile_bits<8, false>(blockIdx.x, S, q0 + warp * 16, kt * kRows, g, t);
-    float s[8][4] = {};
-    mma_a_bnk<T, D_PAD, 8, kStride>(s, qf, sk);
-    // Scale, mask (causal, and keys past T), and the online softmax of each of the two rows.
+    if (!needed) continue;
+    std::uint32_t kept[M];
     HT_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const std::int64_t query = q0 + warp * 16 + g + 8 * r;
-      float tile_max = -INFINITY;
+    for (int i = 0; i < M; ++i) kept[i] = sbits[i * kThreads];
+    float s[M][8][4] = {};
+    mma_a_bnk<T, D_PAD>(s, qf, sk);
+    // Scale, mask (causal, and keys past T), and the online softmax of each of a tile's two rows;
+    // then P rounded to T, as the A fragments of O += P·V (half the registers of its FP32 values).
+    std::uint32_t pa[M][4][4];
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) {
       HT_UNROLL
-      for (int nt = 0; nt < 8; ++nt)
+      for (int r = 0; r < 2; ++r) {
+        const std::int64_t query = w0 + 16 * i + g + 8 * r;
+        float tile_max = -INFINITY;
         HT_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const std::int64_t key = kt * kRows + nt * 8 + 2 * t + e;
-          float& v = s[nt][2 * r + e];
-          v = key <= query && key < S ? v * scale : -INFINITY;
-          tile_max = fmaxf(tile_max, v);
-        }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float m_new = fmaxf(m[r], tile_max);
-      const float alpha = expf(m[r] - m_new);
-      float row_sum = 0;
+        for (int nt = 0; nt < 8; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const std::int64_t key = kt * kRows + nt * 8 + 2 * t + e;
+            float& v = s[i][nt][2 * r + e];
+            v = key <= query && key < S ? v * scale : -INFINITY;
+            tile_max = fmaxf(tile_max, v);
+          }
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float m_new = fmaxf(m[i][r], tile_max);
+        const float alpha = expf(m[i][r] - m_new);
+        float row_sum = 0;
+        HT_UNROLL
+        for (int nt = 0; nt < 8; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            float& v = s[i][nt][2 * r + e];
+            v = expf(v - m_new);
+            row_sum += v;
+          }
+        row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
+        row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
+        l[i][r] = l[i][r] * alpha + row_sum;
+        m[i][r] = m_new;
+        HT_UNROLL
+        for (int nt = 0; nt < D_PAD / 8; ++nt) o[i][nt][2 * r] *= alpha, o[i][nt][2 * r + 1] *= alpha;
+        HT_UNROLL  // after the row sum: the softmax is normalised before the mask
+        for (int nt = 0; nt < 8; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 2; ++e)
+            if (!(kept[i] >> (4 * nt + 2 * r + e) & 1u)) s[i][nt][2 * r + e] = 0.0f;
+      }
       HT_UNROLL
-      for (int nt = 0; nt < 8; ++nt)
-        HT_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          float& v = s[nt][2 * r + e];
-          v = expf(v - m_new);
-          row_sum += v;
-        }
-      row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
-      row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
-      l[r] = l[r] * alpha + row_sum;
-      m[r] = m_new;
-      HT_UNROLL
-      for (int nt = 0; nt < D_PAD / 8; ++nt) o[nt][2 * r] *= alpha, o[nt][2 * r + 1] *= alpha;
-      HT_UNROLL  // after the row sum: the softmax is normalised before the mask
-      for (int nt = 0; nt < 8; ++nt)
-        HT_UNROLL
-        for (int e = 0; e < 2; ++e)
-          if (!(kept >> (4 * nt + 2 * r + e) & 1u)) s[nt][2 * r + e] = 0.0f;
+      for (int j = 0; j < 4; ++j) pack_a<T>(pa[i][j], s[i][2 * j], s[i][2 * j + 1]);
     }
-    mma_p_bkn<T, D_PAD, kStride>(o, s, sv);
+    mma_pa_bkn<T, D_PAD>(o, pa, sv);
   }
-  const std::int64_t r0 = q0 + warp * 16;
-  store_rows<T, D_PAD>(o, mask.keep_scale / l[0], mask.keep_scale / l[1], out + b * S * C + h * D, r0, S, C, D);
-  if (t == 0)
-    for (int r = 0; r < 2; ++r)
-      if (r0 + g + 8 * r < S) lse[blockIdx.x * S + r0 + g + 8 * r] = m[r] + logf(l[r]);
+  HT_UNROLL
+  for (int i = 0; i < M; ++i) {
+    const std::int64_t r0 = w0 + 16 * i;
+    store_rows<T, D_PAD>(o[i], mask.keep_scale / l[i][0], mask.keep_scale / l[i][1], out + b * S * C + h * D, r0, S, C, D);
+    if (t == 0)
+      for (int r = 0; r < 2; ++r)
+        if (r0 + g + 8 * r < S) lse[blockIdx.x * S + r0 + g + 8 * r] = m[i][r] + logf(l[i][r]);
+  }
 }
 
 // dK and dV of 64 keys. qkv, out-independent: reads Q, dO tiles; lse, delta: (B, H, T).
@@ -330,8 +420,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
     for (int j = 0; j < kRows / 16; ++j) {
       const std::uint32_t kept = mask.tile_bits<2, true>(blockIdx.x, S, k0 + warp * 16, qt * kRows + 16 * j, g, t);
       float p[2][4] = {}, dp[2][4] = {};
-      mma_a_bnk<T, D_PAD, 2, kStride>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
-      mma_a_bnk<T, D_PAD, 2, kStride>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
+      mma_a_bnk<T, D_PAD>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
+      mma_a_bnk<T, D_PAD>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
       HT_UNROLL
       for (int nt = 0; nt < 2; ++nt)
         HT_UNROLL
@@ -344,8 +434,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
           p[nt][e] = keep ? P : 0.0f;                                                   // P∘z
           dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - sdelta[qi]);  // dSᵀ
         }
-      mma_p16_bkn<T, D_PAD, kStride>(dv, p[0], p[1], sb, 16 * j);   // dV += Pᵀ·dO
-      mma_p16_bkn<T, D_PAD, kStride>(dk, dp[0], dp[1], sa, 16 * j);  // dK += dSᵀ·Q
+      mma_p16_bkn<T, D_PAD>(dv, p[0], p[1], sb, 16 * j);   // dV += Pᵀ·dO
+      mma_p16_bkn<T, D_PAD>(dk, dp[0], dp[1], sa, 16 * j);  // dK += dSᵀ·Q
     }
   }
   const std::int64_t r0 = k0 + warp * 16;
@@ -391,8 +481,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
     tiles_landed();
     const std::uint32_t kept = mask.tile_bits<8, false>(blockIdx.x, S, q0 + warp * 16, kt * kRows, g, t);
     float p[8][4] = {}, dp[8][4] = {};
-    mma_a_bnk<T, D_PAD, 8, kStride>(p, qf, sa);    // S = Q·Kᵀ
-    mma_a_bnk<T, D_PAD, 8, kStride>(dp, dof, sb);  // dP = dO·Vᵀ
+    mma_a_bnk<T, D_PAD>(p, qf, sa);    // S = Q·Kᵀ
+    mma_a_bnk<T, D_PAD>(dp, dof, sb);  // dP = dO·Vᵀ
     HT_UNROLL
     for (int nt = 0; nt < 8; ++nt)
       HT_UNROLL
@@ -403,7 +493,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
         const bool keep = kept >> (4 * nt + e) & 1u;
         dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - row_delta[e >> 1]);  // dS
       }
-    mma_p_bkn<T, D_PAD, kStride>(dq, dp, sa);  // dQ += dS·K
+    mma_p_bkn<T, D_PAD>(dq, dp, sa);  // dQ += dS·K
   }
   store_rows<T, D_PAD>(dq, scale, scale, dqkv + b * S * 3 * C + h * D, q0 + warp * 16, S, 3 * C, D);
 }
@@ -590,8 +680,9 @@ void launch_attention(const AttentionArgs& a, const Stream& s) {
                 a.scale, a.dropout);
       return;
     }
-    const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows)),
-                           kThreads, 2 * tile_bytes<P>(2)};
+    constexpr std::int64_t queries = attention_forward_queries(P);
+    const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + queries - 1) / queries)),
+                           kThreads, attention_forward_shared_bytes<P, std::uint16_t>()};
     const int vec = attention_vector_loads(a.qkv, a.head_dim) ? 1 : 0;
     dispatch(a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -5,14 +5,14 @@
 //   pass 1: a grid of (32-column tiles) x (row slices), blocks of 32 columns x 8 row groups; a
 //           thread sums its column over every 8th row of the slice, the block adds its 8 row
 //           groups in order and writes the slice's partial to scratch memory;
-//   pass 2: column_sums_finish_kernel adds the slices' partials in slice order to the output.
+//   pass 2: sum_slices (kernels/reduce.cuh) adds the slices' partials in slice order to the output.
 // With one slice, pass 1 adds straight to the output and pass 2 is skipped: a slice is at least
 // kMinRowsPerSlice rows, so small matrices (the default GPT's 768 rows) stay in one launch,
 // where a second launch would cost more than the SMs it fills save (halftape profile).
 // The slicing depends only on the shape (never on the SM count): every GPU gives the same bits.
 #pragma once
 
-#include "kernels/gpu.h"
+#include "kernels/reduce.cuh"
 
 #include <algorithm>
 
@@ -35,9 +35,7 @@ inline Slicing slicing(std::int64_t rows, std::int64_t cols) {
 }
 
 // The N outputs a pass adds to: (cols) fp32 each.
-template <int N> struct Outputs {
-  float* dst[N];
-};
+template <int N> using Outputs = SliceSumOutputs<N>;
 
 // Pass 1, from a kernel launched as launch() below: term(r, c, v) adds row r's terms of column
 // c to v[0..N). Every thread of the block must call this (it holds a barrier).
@@ -62,20 +60,6 @@ __device__ __forceinline__ void slice_sums(Term term, std::int64_t rows, std::in
   }
 }
 
-// Pass 2. partials: (slices, N, cols) fp32 -> out[k][c] += Σ_slice partials[slice][k][c], in
-// slice order.
-constexpr int kFinishBlock = 256;
-template <int N>
-__global__ void __launch_bounds__(kFinishBlock) column_sums_finish_kernel(const float* __restrict__ partials, int slices,
-                                                                          std::int64_t cols, Outputs<N> out) {
-  for (std::int64_t c = std::int64_t{blockIdx.x} * kFinishBlock + threadIdx.x; c < cols; c += std::int64_t{gridDim.x} * kFinishBlock)
-    HT_UNROLL for (int k = 0; k < N; ++k) {  // (unrolled: out.dst stays in registers)
-      float sum = 0;
-      for (int z = 0; z < slices; ++z) sum += partials[(std::int64_t{z} * N + k) * cols + c];
-      out.dst[k][c] += sum;
-    }
-}
-
 // Runs both passes: pass1(config, rows_per_slice, partials) launches the caller's kernel, which
 // calls slice_sums with them.
 template <int N, class Pass1>
@@ -84,9 +68,7 @@ void launch(std::int64_t rows, std::int64_t cols, Outputs<N> out, const Stream& 
   const ScratchFloats partials(s, slicing.slices > 1 ? slicing.slices * N * cols : 0);
   const dim3 grid(static_cast<unsigned>((cols + kCols - 1) / kCols), static_cast<unsigned>(slicing.slices));
   pass1(LaunchConfig{grid, dim3(kCols, kRowGroups)}, slicing.rows_per_slice, partials.data());
-  if (slicing.slices > 1)
-    HT_LAUNCH(column_sums_finish_kernel<N>, (LaunchConfig{grid_for(cols, kFinishBlock, s), kFinishBlock}), s,
-              partials.data(), slicing.slices, cols, out);
+  if (slicing.slices > 1) launch_sum_slices(partials.data(), slicing.slices, cols, out, /*beta=*/1.0f, s);  // out += Σ
 }
 
 }  // namespace ht::gpu::inline HT_GPU_NS::column_sums

@@ -13,6 +13,7 @@
 #include "kernels/gemm_epilogue.cuh"
 #include "kernels/launch.h"
 #include "kernels/ptx.cuh"
+#include "kernels/reduce.cuh"
 
 #include <algorithm>
 
@@ -168,7 +169,7 @@ inline bool vector_loads_ok(const GemmArgs& g) {
 // Split-K, for the weight-gradient product (tn, FP32 accumulated into the arena): where its tiles
 // would leave most SMs idle (a layer's dW is a few 128×128 tiles over K = the step's rows), K is
 // cut into up to 16 slices of at least 4 K-tiles, each block's FP32 partial goes to a workspace,
-// and gemm_split_reduce adds them in slice order - deterministic, as everything in the step.
+// and sum_slices (kernels/reduce.cuh) adds them in slice order - deterministic, as everything in the step.
 struct SplitK {
   int slices = 1;            // 1: no split
   std::int64_t k_split = 0;  // K elements a slice (whole K-tiles; the last slice may be shorter)
@@ -204,7 +205,7 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
     case GemmOp::nn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::nn>), cfg, s, p); break;
     case GemmOp::tn: HT_LAUNCH((gemm_mma_kernel<T, GemmOp::tn>), cfg, s, p); break;
   }
-  if (slices > 1) launch_gemm_split_reduce({partials.data(), slices, g.M * g.N, g.c, g.beta}, s);
+  if (slices > 1) launch_sum_slices<1>(partials.data(), slices, g.M * g.N, {{g.c}}, g.beta, s);
 }
 
 }  // namespace mma_gemm

@@ -70,22 +70,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tiled_kernel(const T* __restric
   }
 }
 
-// partials: (slices, n) fp32 -> c (n) fp32 = Σ_z partials[z] + beta·c, slices added in order.
-__global__ void __launch_bounds__(kThreads) gemm_split_reduce_kernel(const float* __restrict__ partials, int slices,
-                                                                    std::int64_t n, float* __restrict__ c, float beta) {
-  for (std::int64_t i = std::int64_t{blockIdx.x} * kThreads + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kThreads) {
-    float sum = 0;
-    for (int z = 0; z < slices; ++z) sum += partials[z * n + i];
-    c[i] = beta == 0.0f ? sum : sum + beta * c[i];
-  }
-}
-
 }  // namespace
-
-void launch_gemm_split_reduce(const SplitReduceArgs& a, const Stream& s) {
-  HT_LAUNCH(gemm_split_reduce_kernel, (LaunchConfig{grid_for(a.n, kThreads, s), kThreads}), s, a.partials, a.slices, a.n, a.c,
-            a.beta);
-}
 
 void launch_gemm_tiled(const GemmArgs& g, const Stream& s) {
   if (g.M == 0 || g.N == 0) return;

@@ -29,11 +29,15 @@
 
 #include "ground/dtype.h"
 
-// Full unrolling, where register arrays must stay in registers (indexed only by constants).
+// Full unrolling, where register arrays must stay in registers (indexed only by constants);
+// HT_NO_UNROLL where one iteration's registers at a time must do (a loop of heavy, independent
+// work that the compiler would otherwise interleave, and spill).
 #if defined(__CUDACC__)
 #define HT_UNROLL _Pragma("unroll")
+#define HT_NO_UNROLL _Pragma("unroll 1")
 #else
 #define HT_UNROLL _Pragma("GCC unroll 64")
+#define HT_NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 
 #include <mutex>

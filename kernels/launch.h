@@ -19,15 +19,6 @@ void launch_gemm_tiled(const GemmArgs& a, const Stream& s);
 // scratch memory: kernels/gemm_mma.cuh).
 void launch_gemm_mma_f16(const LinearGemmArgs& a, const Stream& s);
 void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
-// c (n) = Σ_z partials[z] (z = 0, 1, ... in order) + beta·c: split-K's second pass.
-struct SplitReduceArgs {
-  const float* partials = nullptr;  // (slices, n) fp32
-  int slices = 0;
-  std::int64_t n = 0;
-  float* c = nullptr;               // (n) fp32
-  float beta = 0;
-};
-void launch_gemm_split_reduce(const SplitReduceArgs& a, const Stream& s);
 // Hopper (sm_90a; the emulator's sm_90): wgmma + TMA, the forward (nt) product only; see
 // kernels/gemm_wgmma.cu.
 bool gemm_wgmma_supports(const GemmArgs& g);

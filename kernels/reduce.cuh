@@ -1,4 +1,5 @@
-// Deterministic warp and block reductions (fixed tree order: the same bits on every run).
+// Deterministic reductions (fixed order: the same bits on every run): warp and block sums, the
+// block argmax, and the second pass of a split sum.
 #pragma once
 
 #include "kernels/gpu.h"
@@ -47,6 +48,29 @@ template <int kBlock> __device__ __forceinline__ void block_argmax(float& value,
     if (better(v, i, value, index)) { value = v; index = i; }
   }
   __syncthreads();
+}
+
+// The second pass of a sum split into slices so that it fills the GPU (split-K's GEMM partials,
+// kernels/gemm_mma.cuh; column sums' row slices, kernels/column_sums.cuh):
+//   partials (slices, N, n) fp32 -> dst[k][i] = Σ_z partials[z][k][i] + beta·dst[k][i],
+// the slices added in order z = 0, 1, ... (beta 0: dst is only written).
+template <int N> struct SliceSumOutputs {
+  float* dst[N];
+};
+constexpr int kSliceSumBlock = 256;
+template <int N>
+__global__ void __launch_bounds__(kSliceSumBlock) sum_slices_kernel(const float* __restrict__ partials, int slices, std::int64_t n,
+                                                                    SliceSumOutputs<N> out, float beta) {
+  for (std::int64_t i = std::int64_t{blockIdx.x} * kSliceSumBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kSliceSumBlock)
+    HT_UNROLL for (int k = 0; k < N; ++k) {  // (unrolled: out.dst stays in registers)
+      float sum = 0;
+      for (int z = 0; z < slices; ++z) sum += partials[(std::int64_t{z} * N + k) * n + i];
+      out.dst[k][i] = beta == 0.0f ? sum : sum + beta * out.dst[k][i];
+    }
+}
+template <int N>
+void launch_sum_slices(const float* partials, int slices, std::int64_t n, SliceSumOutputs<N> out, float beta, const Stream& s) {
+  HT_LAUNCH(sum_slices_kernel<N>, (LaunchConfig{grid_for(n, kSliceSumBlock, s), kSliceSumBlock}), s, partials, slices, n, out, beta);
 }
 
 }  // namespace ht::gpu::inline HT_GPU_NS

@@ -2,7 +2,8 @@
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
 # index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short, split-K
 # slices that miss part of K or a partial left out of their sum, a column sum's slice dropped, an
-# attention dropout mask not applied or not regenerated, an optimizer that forgets to unscale), the
+# attention dropout mask not applied or not regenerated, a forward warp skipping its diagonal
+# key tile or its second row tile taking the first one's mask, an optimizer that forgets to unscale), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
@@ -56,14 +57,18 @@ plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"
-plant kernels/attention.cu 's/          if (!(kept >> (4 \* nt + 2 \* r + e) \& 1u))/          if (false \&\& !(kept >> (4 * nt + 2 * r + e) \& 1u))/' \
+plant kernels/attention.cu 's/            if (!(kept\[i\] >> (4 \* nt + 2 \* r + e) \& 1u))/            if (false \&\& !(kept[i] >> (4 * nt + 2 * r + e) \& 1u))/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
+plant kernels/attention.cu 's/    const bool needed = kt \* kRows < w0 + 16 \* M;/    const bool needed = kt * kRows < w0;/' \
+  "kernel attention*" "attention forward: a warp skips the key tile that starts at its first query (its diagonal)"
+plant kernels/attention.cu 's/    for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/    for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
+  "kernel attention*" "attention forward: the second row tile takes the first one's dropout bits"
 plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = (kept | ~0u) >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
   "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
-plant kernels/column_sums.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 1; z < slices; ++z)/' \
-  "kernel bias_grad*" "column sums: the finishing pass drops the first row slice"
+plant kernels/reduce.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 0; z + 1 < slices; ++z)/' \
+  "kernel bias_grad*" "column sums: sum_slices drops the last row slice"
 plant kernels/elementwise.cuh 's/    done = packs \* kPack;/    done = packs * kPack + 1;/' \
   "*packed where aligned*" "element-wise maps: the first element after the packs skipped"
 plant kernels/optimizers.cu '0,/  const float inv_scale = unscale_factor(\*state);/s//  const float inv_scale = 1.0f;/' \
@@ -73,8 +78,8 @@ plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStage
   "gemm_mma: the pipeline waits for one cp.async group too few"
 plant kernels/gemm_mma.cuh 's/  return {static_cast<int>((k_tiles + per - 1) \/ per), per \* kBK};/  return {static_cast<int>((k_tiles + per - 1) \/ per), per * kBK - kBK};/' \
   "[gemm]~[.]" "gemm_mma split-K: each slice one K-tile short (the slices no longer cover K)"
-plant kernels/gemm_tiled.cu 's/for (int z = 0; z < slices; ++z) sum += partials\[z \* n + i\];/for (int z = 1; z < slices; ++z) sum += partials[z * n + i];/' \
-  "[gemm]~[.]" "gemm_split_reduce: the first slice's partial left out"
+plant kernels/reduce.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 1; z < slices; ++z)/' \
+  "[gemm]~[.]" "gemm_mma split-K: sum_slices leaves the first slice's partial out"
 plant kernels/reduce.cuh '0,/  __syncthreads();/s///' "[kernels]~[.]" "block_sum: the barrier between the warp sums and their reduction removed"
 # A race plant: every schedule of the emulator still computes the right answer; ThreadSanitizer
 # must report the race.
