@@ -1,11 +1,11 @@
 // Causal self-attention, FlashAttention-2 style (kernels/attention.h for the math and rounding).
 //
-// fp16/bf16, tensor cores: a block of 4 warps takes 64 queries (dQ) or 64 keys (dK/dV) of one
-// (batch, head), each warp 16 of them; the forward's warps own two m16 row tiles (32 queries,
-// 128 a block) at head sizes up to 64, so each K and V fragment read from shared memory feeds
-// two products (at T = 1024 every attention kernel is bound by shared memory in the model,
-// docs/performance-model.md; two tiles do not fit the registers of dQ, dK/dV, or the forward at
-// head size 128). Tiles of 64 rows × D stream through shared
+// fp16/bf16, tensor cores: a block of 4 warps takes queries (forward, dQ) or 64 keys (dK/dV) of
+// one (batch, head). In the forward and dQ each warp owns two m16 row tiles (32 queries, 128 a
+// block) at head sizes up to 64, so each K and V fragment read from shared memory feeds two
+// products (at T = 1024 every attention kernel is bound by shared memory in the model,
+// docs/performance-model.md), one at 128; in dK/dV each warp owns 16 keys (two tiles do not fit
+// its registers). Tiles of 64 rows × D stream through shared
 // memory by cp.async (rows padded by 8 elements, so ldmatrix's eight rows fall in different
 // banks); the products are mma.sync m16n8k16 with FP32 accumulators, and the probabilities go
 // from accumulator registers straight into the next product's A fragments (the accumulator
@@ -13,7 +13,10 @@
 // kernel for the next of 32, 64, 128 (columns past D are zero). No variant spills: the dK/dV
 // kernel works through a query tile 16 queries at a time (only those columns of Sᵀ and dPᵀ are
 // live beside the dK and dV accumulators), and at head size 128 reads its K and V operands from
-// shared memory at each use instead of holding them in registers (tests/resource_floors.txt).
+// shared memory at each use instead of holding them in registers; dQ takes a key tile in two
+// halves of 32 keys; with two row tiles a warp the forward and dQ read their Q and dO operands
+// from shared memory, and every kernel draws a tile's dropout bits before its scores are live
+// (tests/resource_floors.txt).
 //   forward   per key tile up to the diagonal: S = Q·Kᵀ; online softmax; O += P·V
 //   dK, dV    per query tile from the diagonal on: Sᵀ = K·Qᵀ, Pᵀ; dV += Pᵀ·dO; dPᵀ = V·dOᵀ;
 //             dSᵀ = Pᵀ(dPᵀ − Δ); dK += dSᵀ·Q
@@ -31,21 +34,25 @@ namespace ht::gpu::inline HT_GPU_NS {
 namespace {
 
 constexpr int kRows = 64, kWarps = 4, kThreads = 32 * kWarps;
-// m16 row tiles a warp of the forward owns: two at head sizes up to 64, so each K and V
-// fragment a warp reads from shared memory feeds two products (the forward is bound by shared
-// memory, docs/performance-model.md); one at 128, where two would not fit the registers.
-constexpr int attention_forward_warp_tiles(int d_pad) { return d_pad <= 64 ? 2 : 1; }
-constexpr int attention_forward_queries(int d_pad) { return 16 * attention_forward_warp_tiles(d_pad) * kWarps; }
-// With one tile a warp keeps its Q fragments in registers and the Q tile borrows the K and V
-// tiles' room; with two, Q's fragments would not fit beside S and O: they stay in a tile of
-// their own and are read at each use (still half the shared reads a query of one tile a warp).
-constexpr bool attention_forward_q_in_registers(int d_pad) { return attention_forward_warp_tiles(d_pad) == 1; }
-// Bytes of the forward's dynamic shared memory: its tiles of kRows rows, then each thread's
-// dropout bits of its M tiles (written before the tile barrier, read after it: the generator
-// then runs while S is not yet live, and its registers never compete with S's).
-template <int D_PAD, class T> constexpr std::size_t attention_forward_shared_bytes() {
-  const int tiles = attention_forward_q_in_registers(D_PAD) ? 2 : 2 + attention_forward_queries(D_PAD) / kRows;
-  return std::size_t{kRows} * (D_PAD + 8) * sizeof(T) * tiles + sizeof(std::uint32_t) * kThreads * attention_forward_warp_tiles(D_PAD);
+// m16 row tiles a warp of the query-row kernels (forward, dQ) owns: two at head sizes up to 64,
+// so each K and V fragment a warp reads from shared memory feeds two products (both kernels are
+// bound by shared memory at T = 1024, docs/performance-model.md); one at 128, where two would
+// not fit the registers.
+constexpr int attention_warp_tiles(int d_pad) { return d_pad <= 64 ? 2 : 1; }
+constexpr int attention_queries(int d_pad) { return 16 * attention_warp_tiles(d_pad) * kWarps; }  // a block's
+// With one tile a warp keeps its Q (and dO) fragments in registers and their tiles borrow the K
+// and V tiles' room; with two, the fragments would not fit beside the accumulators: they stay in
+// tiles of their own and are read at each use (still fewer shared reads a query than one tile a
+// warp makes).
+constexpr bool attention_rows_in_registers(int d_pad) { return attention_warp_tiles(d_pad) == 1; }
+// Bytes of a query-row kernel's dynamic shared memory: `row_tiles` tiles of its queries' rows
+// (forward: Q; dQ: Q, dO) unless they borrow room, the K and V tiles, then each thread's dropout
+// bits of its M tiles (written before the tile barrier, read after it: the generator then runs
+// while the scores are not yet live, and its registers never compete with theirs).
+template <int D_PAD> constexpr std::size_t attention_query_shared_bytes(int row_tiles) {
+  const std::size_t tile = std::size_t{kRows} * (D_PAD + 8) * 2;  // 16-bit elements
+  const std::size_t rows = attention_rows_in_registers(D_PAD) ? 0 : row_tiles * attention_queries(D_PAD) / kRows * tile;
+  return rows + 2 * tile + sizeof(std::uint32_t) * kThreads * attention_warp_tiles(D_PAD);
 }
 // Does the dK/dV kernel keep its K and V fragments in registers (or read them from shared memory)?
 constexpr bool attention_dkv_kv_in_registers(int d_pad) { return d_pad <= 64; }
@@ -266,14 +273,14 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
 }
 
 // qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (b·H + h, query tile of
-// 16·M·4 queries, M = attention_forward_warp_tiles): b·H in grid.x, which has no 65535 limit.
+// 16·M·4 queries, M = attention_warp_tiles): b·H in grid.x, which has no 65535 limit.
 // Warp w owns queries [q0 + 16·M·w, + 16·M): M m16 tiles, each K and V fragment feeding all M.
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                      float* __restrict__ lse, Geometry geo, float scale,
                                                                      int vector_loads, AttentionDropout dropout) {
-  constexpr int M = attention_forward_warp_tiles(D_PAD), kQueries = attention_forward_queries(D_PAD);
-  constexpr bool kQInRegisters = attention_forward_q_in_registers(D_PAD);
+  constexpr int M = attention_warp_tiles(D_PAD), kQueries = attention_queries(D_PAD);
+  constexpr bool kQInRegisters = attention_rows_in_registers(D_PAD);
   static_assert(!kQInRegisters || kQueries <= 2 * kRows, "the Q tile borrows the K and V tiles' room");
   constexpr int kStride = D_PAD + 8;
   HT_DYNAMIC_SHARED(T, smem);  // [Q tile, unless it borrows the room of] K tile | V tile, dropout bits
@@ -444,58 +451,98 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
   store_rows<T, D_PAD>(dv, mask.keep_scale, mask.keep_scale, out + 2 * C + h * D, r0, S, 3 * C, D);
 }
 
-// dQ of 64 queries.
+// dQ of a block of 16·M·4 queries (M = attention_warp_tiles), a warp's M m16 row tiles as in the
+// forward. Each key tile is taken in two halves of 32 keys: only a half's S and dP (M·2 n8
+// tiles each) are live beside the dQ accumulators, and dQ still adds the keys' k16 steps in
+// order (the same bits as whole tiles).
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                                                 const float* __restrict__ lse, const float* __restrict__ delta,
                                                                 T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads,
                                                                 AttentionDropout dropout) {
+  constexpr int M = attention_warp_tiles(D_PAD), kQueries = attention_queries(D_PAD);
+  constexpr bool kInRegisters = attention_rows_in_registers(D_PAD);
+  static_assert(!kInRegisters || kQueries == kRows, "the Q and dO tiles borrow the K and V tiles' room");
   constexpr int kStride = D_PAD + 8;
-  HT_DYNAMIC_SHARED(T, smem);  // K tile | V tile (Q and dO first borrow them)
-  T* sa = smem;
-  T* sb = smem + kRows * kStride;
+  HT_DYNAMIC_SHARED(T, smem);  // [Q tile | dO tile, unless they borrow the room of] K tile | V tile, dropout bits
+  T* sq = smem;
+  T* sdo = smem + kQueries * kStride;
+  T* sk = kInRegisters ? smem : sdo + kQueries * kStride;
+  T* sv = sk + kRows * kStride;
+  std::uint32_t* sbits = reinterpret_cast<std::uint32_t*>(sv + kRows * kStride) + threadIdx.x;  // [i·kThreads]: tile i's
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.y} * kRows;
+  const std::int64_t q0 = std::int64_t{blockIdx.y} * kQueries;
   const T* base = qkv + b * S * 3 * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const std::int64_t w0 = q0 + 16 * M * warp;  // the warp's first query
   const bool vec = vector_loads != 0;
   const DropoutMask mask(dropout);
 
-  load_tile<T, D_PAD>(sa, base + h * D, q0, S, 3 * C, D, vec);
-  load_tile<T, D_PAD>(sb, dout + b * S * C + h * D, q0, S, C, D, vec);
+  load_tile<T, D_PAD, kQueries>(sq, base + h * D, q0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD, kQueries>(sdo, dout + b * S * C + h * D, q0, S, C, D, vec);
   tiles_landed();
-  const WarpA<T, D_PAD, true> qf(sa, warp * 16), dof(sb, warp * 16);
-  float row_lse[2], row_delta[2];
-  for (int r = 0; r < 2; ++r) {
-    const std::int64_t q = q0 + warp * 16 + g + 8 * r;
-    row_lse[r] = q < S ? lse[blockIdx.x * S + q] : 0.0f;
-    row_delta[r] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
-  }
-
-  float dq[D_PAD / 8][4] = {};
-  for (std::int64_t kt = 0; kt <= blockIdx.y; ++kt) {
-    __syncthreads();
-    load_tile<T, D_PAD>(sa, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
-    load_tile<T, D_PAD>(sb, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
-    tiles_landed();
-    const std::uint32_t kept = mask.tile_bits<8, false>(blockIdx.x, S, q0 + warp * 16, kt * kRows, g, t);
-    float p[8][4] = {}, dp[8][4] = {};
-    mma_a_bnk<T, D_PAD>(p, qf, sa);    // S = Q·Kᵀ
-    mma_a_bnk<T, D_PAD>(dp, dof, sb);  // dP = dO·Vᵀ
+  const WarpA<T, D_PAD, kInRegisters, M> qf(sq, 16 * M * warp), dof(sdo, 16 * M * warp);
+  float row_lse[M][2], row_delta[M][2];
+  HT_UNROLL
+  for (int i = 0; i < M; ++i)
     HT_UNROLL
-    for (int nt = 0; nt < 8; ++nt)
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t q = w0 + 16 * i + g + 8 * r;
+      row_lse[i][r] = q < S ? lse[blockIdx.x * S + q] : 0.0f;
+      row_delta[i][r] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
+    }
+
+  float dq[M][D_PAD / 8][4] = {};
+  const std::int64_t last_tile = (std::min(q0 + kQueries, S) - 1) / kRows;  // of the block's last query
+  for (std::int64_t kt = 0; kt <= last_tile; ++kt) {
+    __syncthreads();  // every warp is done with the previous tile (and with the borrowed room)
+    load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
+    load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
+    const bool needed = kt * kRows < w0 + 16 * M;  // not every key of the tile follows the warp's queries
+    if (needed)
       HT_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const std::int64_t query = q0 + warp * 16 + g + 8 * (e >> 1);
-        const std::int64_t key = kt * kRows + nt * 8 + 2 * t + (e & 1);
-        const float P = key <= query && query < S ? expf(p[nt][e] * scale - row_lse[e >> 1]) : 0.0f;
-        const bool keep = kept >> (4 * nt + e) & 1u;
-        dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - row_delta[e >> 1]);  // dS
+      for (int i = 0; i < M; ++i) sbits[i * kThreads] = mask.tile_bits<8, false>(blockIdx.x, S, w0 + 16 * i, kt * kRows, g, t);
+    tiles_landed();
+    if (!needed) continue;
+    std::uint32_t kept[M];
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) kept[i] = sbits[i * kThreads];
+    HT_NO_UNROLL  // one half's S and dP live at a time
+    for (int half = 0; half < 2; ++half) {  // keys [32·half, 32·half + 32) of the tile
+      float p[M][4][4] = {}, dp[M][4][4] = {};
+      mma_a_bnk<T, D_PAD>(p, qf, sk, 32 * half);    // S = Q·Kᵀ
+      mma_a_bnk<T, D_PAD>(dp, dof, sv, 32 * half);  // dP = dO·Vᵀ
+      std::uint32_t ds[M][2][4];                    // dS rounded to T, the A fragments of dQ += dS·K
+      HT_UNROLL
+      for (int i = 0; i < M; ++i) {
+        HT_UNROLL
+        for (int nt = 0; nt < 4; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t query = w0 + 16 * i + g + 8 * (e >> 1);
+            const std::int64_t key = kt * kRows + 32 * half + nt * 8 + 2 * t + (e & 1);
+            const float P = key <= query && query < S ? expf(p[i][nt][e] * scale - row_lse[i][e >> 1]) : 0.0f;
+            const bool keep = kept[i] >> (4 * (4 * half + nt) + e) & 1u;
+            dp[i][nt][e] = P * ((keep ? mask.keep_scale * dp[i][nt][e] : 0.0f) - row_delta[i][e >> 1]);  // dS
+          }
+        HT_UNROLL
+        for (int j = 0; j < 2; ++j) pack_a<T>(ds[i][j], dp[i][2 * j], dp[i][2 * j + 1]);
       }
-    mma_p_bkn<T, D_PAD>(dq, dp, sa);  // dQ += dS·K
+      HT_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        std::uint32_t a[M][4];
+        HT_UNROLL
+        for (int i = 0; i < M; ++i)
+          HT_UNROLL
+          for (int e = 0; e < 4; ++e) a[i][e] = ds[i][j][e];
+        mma_a16_bkn<T, D_PAD>(dq, a, sk, 32 * half + 16 * j);  // dQ += dS·K
+      }
+    }
   }
-  store_rows<T, D_PAD>(dq, scale, scale, dqkv + b * S * 3 * C + h * D, q0 + warp * 16, S, 3 * C, D);
+  HT_UNROLL
+  for (int i = 0; i < M; ++i)
+    store_rows<T, D_PAD>(dq[i], scale, scale, dqkv + b * S * 3 * C + h * D, w0 + 16 * i, S, 3 * C, D);
 }
 
 // ---- fp32 path (CUDA cores) -------------------------------------------------------------
@@ -680,9 +727,9 @@ void launch_attention(const AttentionArgs& a, const Stream& s) {
                 a.scale, a.dropout);
       return;
     }
-    constexpr std::int64_t queries = attention_forward_queries(P);
+    constexpr std::int64_t queries = attention_queries(P);
     const LaunchConfig cfg{dim3(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + queries - 1) / queries)),
-                           kThreads, attention_forward_shared_bytes<P, std::uint16_t>()};
+                           kThreads, attention_query_shared_bytes<P>(1)};
     const int vec = attention_vector_loads(a.qkv, a.head_dim) ? 1 : 0;
     dispatch(a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -717,6 +764,8 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
       return;
     }
     const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows));
+    constexpr std::int64_t queries = attention_queries(P);
+    const dim3 dq_grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + queries - 1) / queries));
     const int vec = attention_vector_loads(a.qkv, a.head_dim) && attention_vector_loads(a.dout, a.head_dim) ? 1 : 0;
     dispatch(a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -728,7 +777,9 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
         allow_dynamic_shared_once<attention_dkv_kernel<T, P>, dkv_shared>();
         HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, dkv_shared}), s, qkv, dout,
                   static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec, a.dropout);
-        HT_LAUNCH((attention_dq_kernel<T, P>), (LaunchConfig{grid, kThreads, 2 * tile_bytes<P>(2)}), s, qkv, dout,
+        constexpr std::size_t dq_shared = attention_query_shared_bytes<P>(2);
+        allow_dynamic_shared_once<attention_dq_kernel<T, P>, dq_shared>();
+        HT_LAUNCH((attention_dq_kernel<T, P>), (LaunchConfig{dq_grid, kThreads, dq_shared}), s, qkv, dout,
                   static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec, a.dropout);
       }
     });

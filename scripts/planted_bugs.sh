@@ -2,8 +2,8 @@
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
 # index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short, split-K
 # slices that miss part of K or a partial left out of their sum, a column sum's slice dropped, an
-# attention dropout mask not applied or not regenerated, a forward warp skipping its diagonal
-# key tile or its second row tile taking the first one's mask, an optimizer that forgets to unscale), the
+# attention dropout mask not applied or not regenerated, a warp skipping its diagonal key tile,
+# a second row tile or half key tile taking another's mask, an optimizer that forgets to unscale), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
@@ -60,9 +60,11 @@ plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; 
 plant kernels/attention.cu 's/            if (!(kept\[i\] >> (4 \* nt + 2 \* r + e) \& 1u))/            if (false \&\& !(kept[i] >> (4 * nt + 2 * r + e) \& 1u))/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
 plant kernels/attention.cu 's/    const bool needed = kt \* kRows < w0 + 16 \* M;/    const bool needed = kt * kRows < w0;/' \
-  "kernel attention*" "attention forward: a warp skips the key tile that starts at its first query (its diagonal)"
+  "kernel attention*" "attention forward and dQ: a warp skips the key tile that starts at its first query (its diagonal)"
 plant kernels/attention.cu 's/    for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/    for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
-  "kernel attention*" "attention forward: the second row tile takes the first one's dropout bits"
+  "kernel attention*" "attention forward and dQ: the second row tile takes the first one's dropout bits"
+plant kernels/attention.cu 's/            const bool keep = kept\[i\] >> (4 \* (4 \* half + nt) + e) \& 1u;/            const bool keep = kept[i] >> (4 * nt + e) \& 1u;/' \
+  "kernel attention*" "attention dQ: the second half of a key tile takes the first half's dropout bits"
 plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = (kept | ~0u) >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
