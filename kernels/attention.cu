@@ -1,19 +1,19 @@
 // Causal self-attention, FlashAttention-2 style (kernels/attention.h for the math and rounding).
 //
-// fp16/bf16, tensor cores: a block of 4 warps takes queries (forward, dQ) or 64 keys (dK/dV) of
-// one (batch, head). In the forward and dQ each warp owns two m16 row tiles (32 queries, 128 a
-// block) at head sizes up to 64, so each K and V fragment read from shared memory feeds two
-// products (at T = 1024 every attention kernel is bound by shared memory in the model,
-// docs/performance-model.md), one at 128; in dK/dV each warp owns 16 keys (two tiles do not fit
-// its registers). Tiles of 64 rows × D stream through shared
+// fp16/bf16, tensor cores: a block of 4 warps takes queries (forward, dQ) or keys (dK/dV) of one
+// (batch, head). Each warp owns two m16 row tiles (32 rows, 128 a block) at head sizes up to 64,
+// so each fragment of the tile it streams through (K and V; or Q and dO) read from shared memory
+// feeds two products (at T = 1024 every attention kernel is bound by shared memory in the model,
+// docs/performance-model.md), and one (16 rows) at 128. Tiles of 64 rows × D stream through shared
 // memory by cp.async (rows padded by 8 elements, so ldmatrix's eight rows fall in different
 // banks); the products are mma.sync m16n8k16 with FP32 accumulators, and the probabilities go
 // from accumulator registers straight into the next product's A fragments (the accumulator
 // layout of an m16n8 pair is the A layout of an m16n8k16). Head sizes up to 128 run in the
 // kernel for the next of 32, 64, 128 (columns past D are zero). No variant spills: the dK/dV
 // kernel works through a query tile 16 queries at a time (only those columns of Sᵀ and dPᵀ are
-// live beside the dK and dV accumulators), and at head size 128 reads its K and V operands from
-// shared memory at each use instead of holding them in registers; dQ takes a key tile in two
+// live beside the dK and dV accumulators), and at head size 128 (and K at 64, with two tiles a
+// warp) reads its K and V operands from shared memory at each use instead of holding them in
+// registers; dQ takes a key tile in two
 // halves of 32 keys; with two row tiles a warp the forward and dQ read their Q and dO operands
 // from shared memory, and every kernel draws a tile's dropout bits before its scores are live
 // (tests/resource_floors.txt).
@@ -54,6 +54,8 @@ template <int D_PAD> constexpr std::size_t attention_query_shared_bytes(int row_
   const std::size_t rows = attention_rows_in_registers(D_PAD) ? 0 : row_tiles * attention_queries(D_PAD) / kRows * tile;
   return rows + 2 * tile + sizeof(std::uint32_t) * kThreads * attention_warp_tiles(D_PAD);
 }
+// m16 key tiles a warp of the dK/dV kernel owns.
+constexpr int attention_dkv_warp_tiles(int d_pad) { return d_pad <= 64 ? 2 : 1; }
 // Does the dK/dV kernel keep its K and V fragments in registers (or read them from shared memory)?
 constexpr bool attention_dkv_kv_in_registers(int d_pad) { return d_pad <= 64; }
 
@@ -200,10 +202,6 @@ __device__ __forceinline__ void mma_a_bnk(float (&acc)[M][N][4], const WarpA<T, 
     }
   }
 }
-template <class T, int D_PAD, int N, bool kInRegisters>  // one m16 tile
-__device__ __forceinline__ void mma_a_bnk(float (&acc)[N][4], const WarpA<T, D_PAD, kInRegisters>& a, const T* tile, int n0 = 0) {
-  mma_a_bnk<T, D_PAD>(reinterpret_cast<float(&)[1][N][4]>(acc), a, tile, n0);
-}
 // The A fragment of P (16 × 16: two n8 accumulator tiles, p0 its columns 0-7, p1 8-15), rounded to T.
 template <class T> __device__ __forceinline__ void pack_a(std::uint32_t (&a)[4], const float (&p0)[4], const float (&p1)[4]) {
   a[0] = pack2<T>(p0[0], p0[1]), a[1] = pack2<T>(p0[2], p0[3]), a[2] = pack2<T>(p1[0], p1[1]), a[3] = pack2<T>(p1[2], p1[3]);
@@ -223,14 +221,6 @@ __device__ __forceinline__ void mma_a16_bkn(float (&acc)[M][D_PAD / 8][4], const
     }
   }
 }
-// acc (16 × D_PAD) += P (16 × 16, two n8 accumulator tiles rounded to T) · rows [k0, k0 + 16).
-template <class T, int D_PAD>
-__device__ __forceinline__ void mma_p16_bkn(float (&acc)[D_PAD / 8][4], const float (&p0)[4], const float (&p1)[4], const T* tile,
-                                            int k0) {
-  std::uint32_t a[1][4];
-  pack_a<T>(a[0], p0, p1);
-  mma_a16_bkn<T, D_PAD>(reinterpret_cast<float(&)[1][D_PAD / 8][4]>(acc), a, tile, k0);
-}
 // acc[i] (16 × D_PAD) += P[i] (16 × 64, packed: its four k16 fragments) · B, B from a [k][n]
 // tile, for M m16 tiles. P is packed as soon as its softmax is done, so the products keep half
 // the registers its FP32 values took.
@@ -245,14 +235,6 @@ __device__ __forceinline__ void mma_pa_bkn(float (&acc)[M][D_PAD / 8][4], const 
       for (int e = 0; e < 4; ++e) a[i][e] = pa[i][j][e];
     mma_a16_bkn<T, D_PAD>(acc, a, tile, 16 * j);
   }
-}
-// acc (16 × D_PAD) += P (16 × 64, from accumulators: rounded to T) · B, B from a [k][n] tile.
-template <class T, int D_PAD>
-__device__ __forceinline__ void mma_p_bkn(float (&acc)[D_PAD / 8][4], const float (&p)[8][4], const T* tile) {
-  std::uint32_t pa[1][4][4];
-  HT_UNROLL
-  for (int j = 0; j < 4; ++j) pack_a<T>(pa[0][j], p[2 * j], p[2 * j + 1]);
-  mma_pa_bkn<T, D_PAD>(reinterpret_cast<float(&)[1][D_PAD / 8][4]>(acc), pa, tile);
 }
 
 template <class T> __device__ __forceinline__ T zero_of() { return from_float<T>(0.0f); }
@@ -378,40 +360,47 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   }
 }
 
-// dK and dV of 64 keys. qkv, out-independent: reads Q, dO tiles; lse, delta: (B, H, T).
+// dK and dV of a block of 16·M·4 keys (M = attention_dkv_warp_tiles), each warp M m16 tiles of
+// them. qkv, out-independent: reads Q, dO tiles; lse, delta: (B, H, T).
 template <class T, int D_PAD>
 __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                                                  const float* __restrict__ lse, const float* __restrict__ delta,
                                                                  T* __restrict__ dqkv, Geometry geo, float scale, int vector_loads,
                                                                  AttentionDropout dropout) {
+  constexpr int M = attention_dkv_warp_tiles(D_PAD), kKeys = 16 * M * kWarps;
   constexpr int kStride = D_PAD + 8;
-  constexpr bool kKVInRegisters = attention_dkv_kv_in_registers(D_PAD);
-  // [K tile | V tile, when they stay in shared memory] Q tile | dO tile (K and V otherwise
-  // borrow them), then lse, delta
+  // K's and V's fragments in registers, or read from their tiles at each use (at head size 128
+  // both, and K's with two tiles a warp: they would not fit beside the dK and dV accumulators)
+  constexpr bool kVInRegisters = attention_dkv_kv_in_registers(D_PAD), kKInRegisters = kVInRegisters && M == 1;
+  // K tile | V tile, Q tile | dO tile (borrowing the room of the tiles whose fragments are in
+  // registers), then lse, delta, dropout bits
   HT_DYNAMIC_SHARED(T, smem);
   T* sk = smem;
-  T* sv = smem + kRows * kStride;
-  T* sa = kKVInRegisters ? sk : sv + kRows * kStride;
+  T* sv = smem + kKeys * kStride;
+  T* sa = kKInRegisters ? sk : kVInRegisters ? sv : sv + kKeys * kStride;
   T* sb = sa + kRows * kStride;
   float* slse = reinterpret_cast<float*>(sb + kRows * kStride);
   float* sdelta = slse + kRows;
+  std::uint32_t* sbits = reinterpret_cast<std::uint32_t*>(sdelta + kRows) + threadIdx.x;  // [i·kThreads]: tile i's
   const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
   const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t k0 = std::int64_t{blockIdx.y} * kRows;
+  const std::int64_t k0 = std::int64_t{blockIdx.y} * kKeys;
   const T* base = qkv + b * S * 3 * C;
   const T* dbase = dout + b * S * C;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const std::int64_t w0 = k0 + 16 * M * warp;  // the warp's first key
   const bool vec = vector_loads != 0;
   const DropoutMask mask(dropout);
 
-  load_tile<T, D_PAD>(sk, base + C + h * D, k0, S, 3 * C, D, vec);
-  load_tile<T, D_PAD>(sv, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD, kKeys>(sk, base + C + h * D, k0, S, 3 * C, D, vec);
+  load_tile<T, D_PAD, kKeys>(sv, base + 2 * C + h * D, k0, S, 3 * C, D, vec);
   tiles_landed();
-  const WarpA<T, D_PAD, kKVInRegisters> kf(sk, warp * 16), vf(sv, warp * 16);
+  const WarpA<T, D_PAD, kKInRegisters, M> kf(sk, 16 * M * warp);
+  const WarpA<T, D_PAD, kVInRegisters, M> vf(sv, 16 * M * warp);
 
-  float dk[D_PAD / 8][4] = {}, dv[D_PAD / 8][4] = {};
+  float dk[M][D_PAD / 8][4] = {}, dv[M][D_PAD / 8][4] = {};
   const std::int64_t tiles = (S + kRows - 1) / kRows;
-  for (std::int64_t qt = blockIdx.y; qt < tiles; ++qt) {  // query tiles from the diagonal on
+  for (std::int64_t qt = k0 / kRows; qt < tiles; ++qt) {  // query tiles from the diagonal on
     __syncthreads();
     load_tile<T, D_PAD>(sa, base + h * D, qt * kRows, S, 3 * C, D, vec);
     load_tile<T, D_PAD>(sb, dbase + h * D, qt * kRows, S, C, D, vec);
@@ -420,35 +409,56 @@ __global__ void __launch_bounds__(kThreads) attention_dkv_kernel(const T* __rest
       slse[i] = q < S ? lse[blockIdx.x * S + q] : 0.0f;
       sdelta[i] = q < S ? delta[blockIdx.x * S + q] : 0.0f;
     }
+    const bool needed = qt * kRows + kRows > w0;  // not every query of the tile precedes the warp's keys
+    if (needed)  // the tile's dropout bits, 8 a 16-query chunk, drawn before the scores are live
+      HT_UNROLL
+      for (int i = 0; i < M; ++i) {
+        std::uint32_t bits = 0;
+        HT_NO_UNROLL
+        for (int j = 0; j < kRows / 16; ++j)
+          bits |= (mask.tile_bits<2, true>(blockIdx.x, S, w0 + 16 * i, qt * kRows + 16 * j, g, t) & 0xffu) << (8 * j);
+        sbits[i * kThreads] = bits;
+      }
     tiles_landed();
+    if (!needed) continue;
+    std::uint32_t tile_kept[M];
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) tile_kept[i] = sbits[i * kThreads];
     // 16 queries at a time, so only their columns of Sᵀ and dPᵀ are live beside dK and dV (each
     // sum runs in the same order as over the whole tile).
-    HT_UNROLL
+    HT_NO_UNROLL  // one chunk's registers at a time
     for (int j = 0; j < kRows / 16; ++j) {
-      const std::uint32_t kept = mask.tile_bits<2, true>(blockIdx.x, S, k0 + warp * 16, qt * kRows + 16 * j, g, t);
-      float p[2][4] = {}, dp[2][4] = {};
+      float p[M][2][4] = {}, dp[M][2][4] = {};
       mma_a_bnk<T, D_PAD>(p, kf, sa, 16 * j);   // Sᵀ = K·Qᵀ: rows keys, columns queries
       mma_a_bnk<T, D_PAD>(dp, vf, sb, 16 * j);  // dPᵀ = V·dOᵀ
+      std::uint32_t pa[M][4], dsa[M][4];        // P∘z and dSᵀ rounded to T: A fragments
       HT_UNROLL
-      for (int nt = 0; nt < 2; ++nt)
+      for (int i = 0; i < M; ++i) {
         HT_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const std::int64_t key = k0 + warp * 16 + g + 8 * (e >> 1);
-          const int qi = 16 * j + nt * 8 + 2 * t + (e & 1);
-          const std::int64_t query = qt * kRows + qi;
-          const float P = query >= key && query < S ? expf(p[nt][e] * scale - slse[qi]) : 0.0f;
-          const bool keep = kept >> (4 * nt + e) & 1u;
-          p[nt][e] = keep ? P : 0.0f;                                                   // P∘z
-          dp[nt][e] = P * ((keep ? mask.keep_scale * dp[nt][e] : 0.0f) - sdelta[qi]);  // dSᵀ
-        }
-      mma_p16_bkn<T, D_PAD>(dv, p[0], p[1], sb, 16 * j);   // dV += Pᵀ·dO
-      mma_p16_bkn<T, D_PAD>(dk, dp[0], dp[1], sa, 16 * j);  // dK += dSᵀ·Q
+        for (int nt = 0; nt < 2; ++nt)
+          HT_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t key = w0 + 16 * i + g + 8 * (e >> 1);
+            const int qi = 16 * j + nt * 8 + 2 * t + (e & 1);
+            const std::int64_t query = qt * kRows + qi;
+            const float P = query >= key && query < S ? expf(p[i][nt][e] * scale - slse[qi]) : 0.0f;
+            const bool keep = tile_kept[i] >> (8 * j + 4 * nt + e) & 1u;
+            p[i][nt][e] = keep ? P : 0.0f;                                                      // P∘z
+            dp[i][nt][e] = P * ((keep ? mask.keep_scale * dp[i][nt][e] : 0.0f) - sdelta[qi]);  // dSᵀ
+          }
+        pack_a<T>(pa[i], p[i][0], p[i][1]);
+        pack_a<T>(dsa[i], dp[i][0], dp[i][1]);
+      }
+      mma_a16_bkn<T, D_PAD>(dv, pa, sb, 16 * j);   // dV += Pᵀ·dO
+      mma_a16_bkn<T, D_PAD>(dk, dsa, sa, 16 * j);  // dK += dSᵀ·Q
     }
   }
-  const std::int64_t r0 = k0 + warp * 16;
   T* out = dqkv + b * S * 3 * C;
-  store_rows<T, D_PAD>(dk, scale, scale, out + C + h * D, r0, S, 3 * C, D);
-  store_rows<T, D_PAD>(dv, mask.keep_scale, mask.keep_scale, out + 2 * C + h * D, r0, S, 3 * C, D);
+  HT_UNROLL
+  for (int i = 0; i < M; ++i) {
+    store_rows<T, D_PAD>(dk[i], scale, scale, out + C + h * D, w0 + 16 * i, S, 3 * C, D);
+    store_rows<T, D_PAD>(dv[i], mask.keep_scale, mask.keep_scale, out + 2 * C + h * D, w0 + 16 * i, S, 3 * C, D);
+  }
 }
 
 // dQ of a block of 16·M·4 queries (M = attention_warp_tiles), a warp's M m16 row tiles as in the
@@ -773,9 +783,13 @@ void launch_attention_backward(const AttentionBackwardArgs& a, const Stream& s) 
         const auto* qkv = static_cast<const T*>(a.qkv);
         const auto* dout = static_cast<const T*>(a.dout);
         auto* dqkv = static_cast<T*>(a.dqkv);
-        constexpr std::size_t dkv_shared = (attention_dkv_kv_in_registers(P) ? 2 : 4) * tile_bytes<P>(2) + 2 * kRows * sizeof(float);
+        constexpr int keys = 16 * attention_dkv_warp_tiles(P) * kWarps;
+        constexpr std::size_t dkv_shared =
+            (attention_dkv_kv_in_registers(P) ? 2 * keys / kRows : 2 * keys / kRows + 2) * tile_bytes<P>(2) + 2 * kRows * sizeof(float) +
+            sizeof(std::uint32_t) * kThreads * attention_dkv_warp_tiles(P);
         allow_dynamic_shared_once<attention_dkv_kernel<T, P>, dkv_shared>();
-        HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{grid, kThreads, dkv_shared}), s, qkv, dout,
+        const dim3 dkv_grid(grid.x, static_cast<unsigned>((a.seq + keys - 1) / keys));
+        HT_LAUNCH((attention_dkv_kernel<T, P>), (LaunchConfig{dkv_grid, kThreads, dkv_shared}), s, qkv, dout,
                   static_cast<const float*>(a.lse), static_cast<const float*>(a.delta), dqkv, geo, a.scale, vec, a.dropout);
         constexpr std::size_t dq_shared = attention_query_shared_bytes<P>(2);
         allow_dynamic_shared_once<attention_dq_kernel<T, P>, dq_shared>();

@@ -2,8 +2,9 @@
 # Shows that the emulator tests catch real kernel bugs: for each planted bug (an off-by-one
 # index, a missing __syncthreads, a swapped fragment register, a pipeline wait one short, split-K
 # slices that miss part of K or a partial left out of their sum, a column sum's slice dropped, an
-# attention dropout mask not applied or not regenerated, a warp skipping its diagonal key tile,
-# a second row tile or half key tile taking another's mask, an optimizer that forgets to unscale), the
+# attention dropout mask not applied or not regenerated, a warp skipping its diagonal tile, a
+# second row tile, half key tile or query chunk taking another's mask, an optimizer that forgets
+# to unscale), the
 # script copies the repository, plants the bug with sed, builds the test binary for the
 # emulator (no nvcc needed) and runs the kernel's tests, which must fail. The race plants are
 # bugs no schedule of the emulator shows (the script runs the tests under the forward, reverse
@@ -65,8 +66,12 @@ plant kernels/attention.cu 's/    for (int i = 0; i < M; ++i) kept\[i\] = sbits\
   "kernel attention*" "attention forward and dQ: the second row tile takes the first one's dropout bits"
 plant kernels/attention.cu 's/            const bool keep = kept\[i\] >> (4 \* (4 \* half + nt) + e) \& 1u;/            const bool keep = kept[i] >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dQ: the second half of a key tile takes the first half's dropout bits"
-plant kernels/attention.cu '0,/          const bool keep = kept >> (4 \* nt + e) \& 1u;/s//          const bool keep = (kept | ~0u) >> (4 * nt + e) \& 1u;/' \
+plant kernels/attention.cu 's/            const bool keep = tile_kept\[i\] >> (8 \* j + 4 \* nt + e) \& 1u;/            const bool keep = (tile_kept[i] | ~0u) >> (8 * j + 4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
+plant kernels/attention.cu 's/ \& 0xffu) << (8 \* j);/) << (8 * j);/' \
+  "kernel attention*" "attention dK and dV: a 16-query chunk's dropout bits not cut to its 8 (later chunks read as kept)"
+plant kernels/attention.cu 's/    const bool needed = qt \* kRows + kRows > w0;/    const bool needed = qt * kRows > w0;/' \
+  "kernel attention*" "attention dK and dV: a warp skips the query tile holding its first key (its diagonal)"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
   "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
 plant kernels/reduce.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 0; z + 1 < slices; ++z)/' \
