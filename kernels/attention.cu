@@ -221,19 +221,20 @@ __device__ __forceinline__ void mma_a16_bkn(float (&acc)[M][D_PAD / 8][4], const
     }
   }
 }
-// acc[i] (16 × D_PAD) += P[i] (16 × 64, packed: its four k16 fragments) · B, B from a [k][n]
-// tile, for M m16 tiles. P is packed as soon as its softmax is done, so the products keep half
-// the registers its FP32 values took.
-template <class T, int D_PAD, int M>
-__device__ __forceinline__ void mma_pa_bkn(float (&acc)[M][D_PAD / 8][4], const std::uint32_t (&pa)[M][4][4], const T* tile) {
+// acc[i] (16 × D_PAD) += P[i] (16 × 16·J, packed: its J k16 fragments) · rows [k0, k0 + 16·J)
+// of a [k][n] tile B, for M m16 tiles. P is packed as soon as it is final, so the products keep
+// half the registers its FP32 values took.
+template <class T, int D_PAD, int M, int J>
+__device__ __forceinline__ void mma_pa_bkn(float (&acc)[M][D_PAD / 8][4], const std::uint32_t (&pa)[M][J][4], const T* tile,
+                                           int k0 = 0) {
   HT_UNROLL
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < J; ++j) {
     std::uint32_t a[M][4];
     HT_UNROLL
     for (int i = 0; i < M; ++i)
       HT_UNROLL
       for (int e = 0; e < 4; ++e) a[i][e] = pa[i][j][e];
-    mma_a16_bkn<T, D_PAD>(acc, a, tile, 16 * j);
+    mma_a16_bkn<T, D_PAD>(acc, a, tile, k0 + 16 * j);
   }
 }
 
@@ -252,6 +253,30 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
       const std::int64_t row = r0 + g + 8 * (e >> 1), col = nt * 8 + 2 * t + (e & 1);
       if (row < rows && col < d) dst[row * width + col] = from_float<T>(acc[nt][e] * (e >> 1 ? factor_row1 : factor_row0));
     }
+}
+
+// The forward's and dQ's step to key tile kt, after the block is done with the previous one:
+// the K and V tiles loaded, and the bits of the warp's M row tiles' dropout mask drawn before the
+// barrier and passed through shared memory (sbits: this thread's slot), so the generator runs
+// while no scores are live. False when every key of the tile follows the warp's queries (w0 on).
+template <class T, int D_PAD, int M>
+__device__ __forceinline__ bool next_key_tile(std::uint32_t (&kept)[M], T* sk, T* sv, std::uint32_t* sbits, const T* base,
+                                              std::int64_t kt, std::int64_t w0, const Geometry& geo, std::int64_t h, bool vec,
+                                              const DropoutMask& mask) {
+  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  __syncthreads();  // every warp is done with the previous tile (and with any borrowed room)
+  load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
+  load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
+  const bool needed = kt * kRows < w0 + 16 * M;  // not every key of the tile follows the warp's queries
+  if (needed)
+    HT_UNROLL
+    for (int i = 0; i < M; ++i) sbits[i * kThreads] = mask.tile_bits<8, false>(blockIdx.x, S, w0 + 16 * i, kt * kRows, g, t);
+  tiles_landed();
+  if (!needed) return false;
+  HT_UNROLL
+  for (int i = 0; i < M; ++i) kept[i] = sbits[i * kThreads];
+  return true;
 }
 
 // qkv: (B, T, 3C) T -> out: (B, T, C) T, lse: (B, H, T) fp32. Block (b·H + h, query tile of
@@ -288,18 +313,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   for (int i = 0; i < M; ++i) m[i][0] = m[i][1] = -INFINITY, l[i][0] = l[i][1] = 0.0f;
   const std::int64_t last_tile = (std::min(q0 + kQueries, S) - 1) / kRows;  // of the block's last query
   for (std::int64_t kt = 0; kt <= last_tile; ++kt) {  // key tiles up to the diagonal
-    __syncthreads();  // every warp is done with the previous tile (and with Q's borrowed room)
-    load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
-    load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
-    const bool needed = kt * kRows < w0 + 16 * M;  // not every key of the tile follows the warp's queries
-    if (needed)
-      HT_UNROLL
-      for (int i = 0; i < M; ++i) sbits[i * kThreads] = mask.tile_bits<8, false>(blockIdx.x, S, w0 + 16 * i, kt * kRows, g, t);
-    tiles_landed();
-    if (!needed) continue;
     std::uint32_t kept[M];
-    HT_UNROLL
-    for (int i = 0; i < M; ++i) kept[i] = sbits[i * kThreads];
+    if (!next_key_tile<T, D_PAD>(kept, sk, sv, sbits, base, kt, w0, geo, h, vec, mask)) continue;
     float s[M][8][4] = {};
     mma_a_bnk<T, D_PAD>(s, qf, sk);
     // Scale, mask (causal, and keys past T), and the online softmax of each of a tile's two rows;
@@ -505,19 +520,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
 
   float dq[M][D_PAD / 8][4] = {};
   const std::int64_t last_tile = (std::min(q0 + kQueries, S) - 1) / kRows;  // of the block's last query
-  for (std::int64_t kt = 0; kt <= last_tile; ++kt) {
-    __syncthreads();  // every warp is done with the previous tile (and with the borrowed room)
-    load_tile<T, D_PAD>(sk, base + C + h * D, kt * kRows, S, 3 * C, D, vec);
-    load_tile<T, D_PAD>(sv, base + 2 * C + h * D, kt * kRows, S, 3 * C, D, vec);
-    const bool needed = kt * kRows < w0 + 16 * M;  // not every key of the tile follows the warp's queries
-    if (needed)
-      HT_UNROLL
-      for (int i = 0; i < M; ++i) sbits[i * kThreads] = mask.tile_bits<8, false>(blockIdx.x, S, w0 + 16 * i, kt * kRows, g, t);
-    tiles_landed();
-    if (!needed) continue;
+  for (std::int64_t kt = 0; kt <= last_tile; ++kt) {  // key tiles up to the diagonal
     std::uint32_t kept[M];
-    HT_UNROLL
-    for (int i = 0; i < M; ++i) kept[i] = sbits[i * kThreads];
+    if (!next_key_tile<T, D_PAD>(kept, sk, sv, sbits, base, kt, w0, geo, h, vec, mask)) continue;
     HT_NO_UNROLL  // one half's S and dP live at a time
     for (int half = 0; half < 2; ++half) {  // keys [32·half, 32·half + 32) of the tile
       float p[M][4][4] = {}, dp[M][4][4] = {};
@@ -539,15 +544,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
         HT_UNROLL
         for (int j = 0; j < 2; ++j) pack_a<T>(ds[i][j], dp[i][2 * j], dp[i][2 * j + 1]);
       }
-      HT_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        std::uint32_t a[M][4];
-        HT_UNROLL
-        for (int i = 0; i < M; ++i)
-          HT_UNROLL
-          for (int e = 0; e < 4; ++e) a[i][e] = ds[i][j][e];
-        mma_a16_bkn<T, D_PAD>(dq, a, sk, 32 * half + 16 * j);  // dQ += dS·K
-      }
+      mma_pa_bkn<T, D_PAD>(dq, ds, sk, 32 * half);  // dQ += dS·K
     }
   }
   HT_UNROLL

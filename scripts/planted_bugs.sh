@@ -60,9 +60,9 @@ plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; 
   "kernels check_norm*" "check_norm: every thread starts one element late"
 plant kernels/attention.cu 's/            if (!(kept\[i\] >> (4 \* nt + 2 \* r + e) \& 1u))/            if (false \&\& !(kept[i] >> (4 * nt + 2 * r + e) \& 1u))/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
-plant kernels/attention.cu 's/    const bool needed = kt \* kRows < w0 + 16 \* M;/    const bool needed = kt * kRows < w0;/' \
+plant kernels/attention.cu 's/  const bool needed = kt \* kRows < w0 + 16 \* M;/  const bool needed = kt * kRows < w0;/' \
   "kernel attention*" "attention forward and dQ: a warp skips the key tile that starts at its first query (its diagonal)"
-plant kernels/attention.cu 's/    for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/    for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
+plant kernels/attention.cu 's/  for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/  for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
   "kernel attention*" "attention forward and dQ: the second row tile takes the first one's dropout bits"
 plant kernels/attention.cu 's/            const bool keep = kept\[i\] >> (4 \* (4 \* half + nt) + e) \& 1u;/            const bool keep = kept[i] >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dQ: the second half of a key tile takes the first half's dropout bits"
