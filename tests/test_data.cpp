@@ -344,7 +344,7 @@ TEST_CASE("tokens: mapped shards stream - the batches read them in place, never 
   std::vector<std::uint16_t> shard;
   for (int s = 0; s < 3; ++s) {
     shard.clear();
-    for (int i = 0; i < 200000; ++i) shard.push_back(static_cast<std::uint16_t>((s * 200000 + i) * 7919 % 50000));
+    for (std::int64_t i = 0; i < 200000; ++i) shard.push_back(static_cast<std::uint16_t>((s * 200000 + i) * 7919 % 50000));
     ids.insert(ids.end(), shard.begin(), shard.end());
     dir.write(fmt::format("train_{}.bin", s), s == 1 ? llmc_tokens(shard) : nanogpt_tokens(shard));
   }
