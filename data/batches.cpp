@@ -126,12 +126,11 @@ std::int64_t window_start(const WindowPlan& a, std::int64_t steps_done, std::int
   return static_cast<std::int64_t>(h % static_cast<std::uint64_t>(a.n_tokens - a.length));
 }
 
-// Window r (T + 1 tokens from `start`) split into a batch's input row r and its targets.
-void split_window(const TokenSequence& tokens, std::int64_t start, std::int64_t r, std::int64_t T, std::int32_t* window,
-                  std::int32_t* inputs, std::int32_t* targets) {
-  tokens.read(start, T + 1, window);
-  std::copy(window, window + T, inputs + r * T);
-  std::copy(window + 1, window + T + 1, targets + r * T);
+// Window r (T + 1 tokens from `start`) as a batch's input row r and its targets, one token on.
+void split_window(const TokenSequence& tokens, std::int64_t start, std::int64_t r, std::int64_t T, std::int32_t* inputs,
+                  std::int32_t* targets) {
+  tokens.read(start, T, inputs + r * T);
+  tokens.read(start + 1, T, targets + r * T);
 }
 
 // Each step, the host reads the step's windows from the split (in memory or mapped) into pinned
@@ -160,7 +159,6 @@ class WindowBatches final : public TrainingBatches {
     steps_per_epoch_ = std::max<std::int64_t>(1, n / per_step);
     staged_ = backend.empty(Shape{c.accum_steps, 2, rows}, DType::i32);  // per micro-batch: inputs, targets
     for (Backend::PinnedPtr& p : pinned_) p = backend.pinned(staged_.bytes());
-    window_.resize(static_cast<std::size_t>(T + 1));
   }
   std::int64_t rows_per_micro_batch() const override { return plan_.rows * plan_.length; }
   std::int64_t steps_per_epoch() const override { return steps_per_epoch_; }
@@ -172,7 +170,7 @@ class WindowBatches final : public TrainingBatches {
     const std::int64_t rows = plan_.rows * plan_.length;
     for (std::int64_t micro = 0; micro < plan_.accum; ++micro)
       for (std::int64_t r = 0; r < plan_.rows; ++r)
-        split_window(tokens_, window_start(plan_, step - 1, micro, r), r, plan_.length, window_.data(),
+        split_window(tokens_, window_start(plan_, step - 1, micro, r), r, plan_.length,
                      host + 2 * micro * rows, host + (2 * micro + 1) * rows);
     backend_.upload_async(staged_.data(), host, staged_.bytes());
     copied_[slot] = backend_.record_event();
@@ -193,7 +191,6 @@ class WindowBatches final : public TrainingBatches {
   Tensor staged_;  // (accum, 2, B·T) i32 on the device
   std::array<Backend::PinnedPtr, 2> pinned_;
   std::array<std::unique_ptr<Event>, 2> copied_;
-  std::vector<std::int32_t> window_;
 };
 
 // The first W non-overlapping windows of the validation text, split between the ranks; each
@@ -216,9 +213,9 @@ class WindowEval final : public EvalBatches {
   std::int64_t batches() const override { return (count_ + batch_ - 1) / batch_; }
   Batch batch(std::int64_t i, DType) override {
     const std::int64_t rows = std::min(batch_, count_ - i * batch_), T = length_;
-    std::vector<std::int32_t> inputs(static_cast<std::size_t>(rows * T)), targets(inputs.size()), window(static_cast<std::size_t>(T + 1));
+    std::vector<std::int32_t> inputs(static_cast<std::size_t>(rows * T)), targets(inputs.size());
     for (std::int64_t r = 0; r < rows; ++r)
-      split_window(tokens_, (first_ + i * batch_ + r) * T, r, T, window.data(), inputs.data(), targets.data());
+      split_window(tokens_, (first_ + i * batch_ + r) * T, r, T, inputs.data(), targets.data());
     Batch b{backend_.empty(Shape{rows, T}, DType::i32), upload_i32(backend_, targets), rows * T};
     upload(backend_, b.input, inputs);
     return b;
