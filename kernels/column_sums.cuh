@@ -27,6 +27,7 @@ struct Slicing {
   int slices = 1;
 };
 inline Slicing slicing(std::int64_t rows, std::int64_t cols) {
+  if (rows <= 0 || cols <= 0) return {0, 0};  // nothing to sum: launch() runs no pass
   const std::int64_t col_tiles = (cols + kCols - 1) / kCols;
   const std::int64_t wanted = (kTargetBlocks + col_tiles - 1) / col_tiles;
   const std::int64_t slices = std::max<std::int64_t>(1, std::min(wanted, rows / kMinRowsPerSlice));
@@ -64,6 +65,7 @@ __device__ __forceinline__ void slice_sums(Term term, std::int64_t rows, std::in
 // calls slice_sums with them.
 template <int N, class Pass1>
 void launch(std::int64_t rows, std::int64_t cols, Outputs<N> out, const Stream& s, Pass1 pass1) {
+  if (rows <= 0 || cols <= 0) return;  // every sum is empty: out += 0
   const Slicing slicing = column_sums::slicing(rows, cols);
   const ScratchFloats partials(s, slicing.slices > 1 ? slicing.slices * N * cols : 0);
   const dim3 grid(static_cast<unsigned>((cols + kCols - 1) / kCols), static_cast<unsigned>(slicing.slices));

@@ -8,6 +8,7 @@
 #include "ground/dtype.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace ht {
 
@@ -29,6 +30,19 @@ struct TileGrid {
   std::uint32_t x, y;
 };
 TileGrid tile_grid(std::int64_t M, std::int64_t N, int tile_m, int tile_n);
+
+// The products Y = X·Wᵀ (M rows, N outputs, K inputs) that reach every path of the Hopper GEMM
+// (kernels/gemm_wgmma.cu) on a GPU of `sms` SMs: 128-wide tiles, one a block; 256-wide tiles,
+// about two a block (M = 128·(SMs + 3), N = 512); 128-wide tiles, more than the grid
+// (M = 128·(SMs + 1), N = 384). K = 136 is three K-tiles, the last partial, so the stage ring's
+// phase carries across tiles at both widths (4 and 6 stages). The backend's start-up self-check
+// runs them against mma.sync (engine/gpu/wgmma_self_check.cpp), the emulator's test against FP64.
+struct GemmShape {
+  std::int64_t M, N, K;
+};
+inline std::vector<GemmShape> wgmma_check_shapes(int sms) {
+  return {{200, 136, 264}, {128 * std::int64_t{sms + 3}, 512, 136}, {128 * std::int64_t{sms + 1}, 384, 136}};
+}
 
 // CPU backend: widens inputs to fp32 (exactly) and calls OpenBLAS sgemm.
 void gemm_ref(const GemmArgs& a);

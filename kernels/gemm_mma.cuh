@@ -170,16 +170,20 @@ inline bool vector_loads_ok(const GemmArgs& g) {
 // would leave most SMs idle (a layer's dW is a few 128×128 tiles over K = the step's rows), K is
 // cut into up to 16 slices of at least 4 K-tiles, each block's FP32 partial goes to a workspace,
 // and sum_slices (kernels/reduce.cuh) adds them in slice order - deterministic, as everything in the step.
+// The split depends on the shape alone, sized for kSplitBlocks blocks (about one an SM on the GPUs
+// halftape targets: 108 on an A100, 114-132 on an H100/H200), never on the SM count of the GPU at
+// hand: an H100 PCIe, an SXM and the emulator give the same bits.
+constexpr std::int64_t kSplitBlocks = 128;
 struct SplitK {
   int slices = 1;            // 1: no split
   std::int64_t k_split = 0;  // K elements a slice (whole K-tiles; the last slice may be shorter)
 };
-inline SplitK split_k(const LinearGemmArgs& args, int sms) {
+inline SplitK split_k(const LinearGemmArgs& args) {
   const GemmArgs& g = args.gemm;
   if (g.op != GemmOp::tn || args.epilogue != Epilogue::store_f32) return {};
   const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN), k_tiles = (g.K + kBK - 1) / kBK;
-  if (2 * tiles > sms) return {};
-  const std::int64_t slices = std::min<std::int64_t>({sms / tiles, k_tiles / 4, 16});
+  if (2 * tiles > kSplitBlocks) return {};
+  const std::int64_t slices = std::min<std::int64_t>({kSplitBlocks / tiles, k_tiles / 4, 16});
   if (slices < 2) return {};
   const std::int64_t per = (k_tiles + slices - 1) / slices;  // K-tiles a slice
   return {static_cast<int>((k_tiles + per - 1) / per), per * kBK};
@@ -190,7 +194,7 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   Params p = gemm_params(args);
   p.vector_loads = vector_loads_ok(g) ? 1 : 0;
   const TileGrid tiles = tile_grid(g.M, g.N, kBM, kBN);
-  const SplitK split = split_k(args, s.sm_count);
+  const SplitK split = split_k(args);
   const int slices = split.slices;
   const ScratchFloats partials(s, slices > 1 ? slices * g.M * g.N : 0);  // (slices, M, N)
   if (slices > 1) {

@@ -36,6 +36,9 @@ constexpr int kGroupM = 8;  // tile rows walked together (the L2-friendly order)
 // 40 and the consumers' 256 rise to 232 (128·40 + 256·232 = 64512 <= 65536), as CUTLASS does.
 constexpr unsigned kProducerRegisters = 40, kConsumerRegisters = 232;
 constexpr int kPipelineBytes = 192 * 1024;
+// TMA's coordinates and the tile walk (tile_at) are 32-bit: every row index of A and B, and K,
+// rounded up to its tile, must fit an int (gemm_wgmma_supports).
+constexpr std::int64_t kMaxRows = (std::int64_t{1} << 31) - 256;
 
 template <int kBN> struct Tile {
   static constexpr int kAElems = kBM * kBK, kStageElems = (kBM + kBN) * kBK;
@@ -196,7 +199,8 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
 
 bool gemm_wgmma_supports(const GemmArgs& g) {
   return g.op == GemmOp::nt && (g.dtype == DType::f16 || g.dtype == DType::bf16) && g.K > 0 && g.K % 8 == 0 &&
-         g.M > 0 && g.N > 0 && (g.M + 127) / 128 * ((g.N + 127) / 128) < (std::int64_t{1} << 31) &&
+         g.K <= wgmma_gemm::kMaxRows && g.M > 0 && g.N > 0 && g.M <= wgmma_gemm::kMaxRows && g.N <= wgmma_gemm::kMaxRows &&
+         (g.M + 127) / 128 * ((g.N + 127) / 128) < (std::int64_t{1} << 31) &&
          reinterpret_cast<std::uintptr_t>(g.a) % 16 == 0 && reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
 }
 

@@ -4,7 +4,8 @@
     scripts/bench_report.py results.json [more.json ...] [--markdown OUT.md] [--plots DIR]
     scripts/bench_report.py --validate results.json      # check against bench/schema.json
 
-Uses Debian's python3 (matplotlib, jsonschema): run it as /usr/bin/python3.
+Uses Debian's python3 (matplotlib, jsonschema): run it as /usr/bin/python3. Without jsonschema
+the report is made unvalidated (a note on stderr); without matplotlib, --plots fails.
 """
 import argparse
 import json
@@ -36,8 +37,18 @@ def load(path):
     return data
 
 
-def check_schema(path, data):
-    import jsonschema
+def check_schema(path, data, required=False):
+    """Validates against bench/schema.json where jsonschema is installed (Debian's python3 has it;
+    a GPU machine's may not): then the report is made unvalidated, and says so on stderr.
+    --validate needs it (required)."""
+    try:
+        import jsonschema
+    except ImportError:
+        if required:
+            fail("--validate needs the Python package jsonschema (Debian: python3-jsonschema)")
+        print(f"bench_report: note: jsonschema is not installed, so {path} is not checked against bench/schema.json",
+              file=sys.stderr)
+        return
 
     schema = json.loads(SCHEMA.read_text())
     try:
@@ -50,7 +61,7 @@ def check_schema(path, data):
 def validate(paths):
     for p in paths:
         data = load(p)
-        check_schema(p, data)
+        check_schema(p, data, required=True)
         if not data["results"]:
             sys.exit(f"{p}: no results")
         for r in data["results"]:

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # Prepares a GPU check from a machine without a GPU: builds halftape here (Release, sm_90 and
-# sm_80, no emulator) and packs the binaries, the scripts they need and the shared libraries a
-# bare CUDA machine lacks (fmt, OpenBLAS, Boost.Context, OpenMPI's libraries) into
-# .gpu-bundle/bundle.tar.gz (git-ignored). scripts/gpu-check.sh on the GPU machine unpacks it;
-# the CUDA libraries themselves (cudart, cuBLASLt, NCCL) come from that machine.
+# sm_80, no emulator) and packs the binaries, the scripts they need, the shared libraries a bare
+# CUDA machine lacks (fmt, OpenBLAS, Boost.Context, OpenMPI's libraries) and the roofline model's
+# profile of the default GPT for each GPU it knows (MODELLED here, by the emulator build in
+# build/, which scripts/build.sh makes) into .gpu-bundle/bundle.tar.gz (git-ignored).
+# scripts/gpu-check.sh on the GPU machine unpacks it. The binaries find the bundled libraries
+# through their RPATH ($ORIGIN/../lib, as DT_RPATH so that it also serves the libraries' own
+# dependencies); the CUDA libraries themselves (cuBLAS, NCCL) come from that machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${HALFTAPE_JOBS:-$(nproc)}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALFTAPE_SIMT=OFF \
-      "-DCMAKE_CUDA_ARCHITECTURES=80;90" >/dev/null
+      "-DCMAKE_CUDA_ARCHITECTURES=80;90" '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' \
+      -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 ninja -C build-gpu -j "$jobs" halftape halftape_tests
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/halftape/bin" "$stage/halftape/lib" "$stage/halftape/scripts" "$stage/halftape/bench"
+mkdir -p "$stage/halftape/bin" "$stage/halftape/lib" "$stage/halftape/scripts" "$stage/halftape/bench" \
+         "$stage/halftape/modelled"
 cp build-gpu/halftape build-gpu/tests/halftape_tests "$stage/halftape/bin/"
 cp scripts/bench_report.py scripts/pytorch_baseline.py scripts/plot_metrics.py scripts/nanogpt.py scripts/gpt_reference.py \
    "$stage/halftape/scripts/"
 # The GPT's corpus (scripts/setup.sh builds it here); the GPU machine has no Debian datasets.
 mkdir -p "$stage/halftape/data"
-cp /usr/share/datasets/shakespeare/shakespeare.txt "$stage/halftape/data/"
+corpus=/usr/share/datasets/shakespeare/shakespeare.txt
+cp "$corpus" "$stage/halftape/data/"
 cp bench/schema.json "$stage/halftape/bench/"
 # Every shared library the binaries use, except the C/C++ runtime and the CUDA libraries
 # (the GPU machine has its own, matched to its driver).
@@ -29,6 +35,12 @@ for bin in build-gpu/halftape build-gpu/tests/halftape_tests; do
 done | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] && continue
   cp -L "$path" "$stage/halftape/lib/$name"
+done
+# The modelled profile beside which gpu-check.sh sets the measured step: the emulator build's.
+[[ -x build/halftape ]] || scripts/build.sh
+for gpu in h100 h200 a100; do
+  build/halftape profile --gpu "$gpu" --model gpt --data "text:$corpus" --steps 1 \
+    --json "$stage/halftape/modelled/profile-$gpu.json" >/dev/null
 done
 git rev-parse HEAD > "$stage/halftape/COMMIT" 2>/dev/null || echo unknown > "$stage/halftape/COMMIT"
 mkdir -p .gpu-bundle

@@ -12,8 +12,9 @@
 # simt/racecheck.h) must report as a data race. The Hopper plants (a wrong swizzle mode or
 # leading byte offset in the wgmma descriptors, a missing or too lax wgmma.wait_group, a stage
 # released while its wgmma is in flight, an mbarrier armed with the wrong byte count, a tile's
-# last stage never released, a partial group of tile rows walked as a whole one) run the wgmma
-# GEMM's tests on an emulated sm_90. Takes about 40 minutes;
+# last stage never released, a partial group of tile rows walked as a whole one, the stage ring
+# reset at a tile boundary, a 256-wide tile's second half dropped) run the wgmma GEMM's tests on
+# an emulated sm_90. Takes about 40 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
 # Hopper ones; PLANTS='attention|column sums': either).
 set -uo pipefail
@@ -138,5 +139,11 @@ plant kernels/gemm_wgmma.cu '/    if (t == 0) sm90::mbar_arrive(&empty\[(it - 1)
   "gemm_wgmma: a tile's last stage never released (the persistent walk's next tile waits for it)"
 plant kernels/gemm_wgmma.cu 's/const int rows = tiles_m - first < kGroupM ? tiles_m - first : kGroupM,/const int rows = kGroupM,/' \
   "[hopper][gemm]" "gemm_wgmma: the last, partial group of tile rows walked as a whole one"
-unset HALFTAPE_SIMT_ARCH
+# The self-check's shapes at 132 SMs: 256-wide tiles and several tiles a block.
+export HALFTAPE_SIMT_SMS=132
+plant kernels/gemm_wgmma.cu 's/^    float d\[kBN \/ 2\];/    it = 0;\n    float d[kBN \/ 2];/' "[hopper-wide]" \
+  "gemm_wgmma: the consumers' stage ring reset at each tile (position and phase), the producer's running on"
+plant kernels/gemm_wgmma.cu 's/for (int j = 0; j < kBN \/ 8; ++j) {/for (int j = 0; j < (kBN == 256 ? 16 : kBN \/ 8); ++j) {/' \
+  "[hopper-wide]" "gemm_wgmma: a 256-wide tile's second half of columns never stored"
+unset HALFTAPE_SIMT_ARCH HALFTAPE_SIMT_SMS
 exit $status

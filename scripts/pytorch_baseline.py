@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="CPU: torch.set_num_threads")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    ap.add_argument("--variants", default="eager,compile", help="which of eager,compile to run (compile: on a GPU only)")
     ap.add_argument("--precisions", default=None, help="default: fp16,bf16,fp32 on a GPU, fp32 on the CPU")
     args = ap.parse_args()
 
@@ -104,6 +105,9 @@ def main():
         torch.set_num_threads(args.threads)
     precisions = (args.precisions or ("fp16,bf16,fp32" if cuda else "fp32")).split(",")
     compile_ok = cuda and not args.no_compile and hasattr(torch, "compile")
+    variants = [v for v in args.variants.split(",") if v == "eager" or (v == "compile" and compile_ok)]
+    if not variants:
+        sys.exit(f"pytorch_baseline.py: --variants {args.variants}: nothing to run here (compile needs a GPU and PyTorch 2)")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     if world > 1:
@@ -113,10 +117,22 @@ def main():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     device = torch.device("cuda" if cuda else "cpu")
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
-    results = []
+    results, errors = [], []
+
+    def write():
+        """The JSON so far, after every workload: a run stopped from outside keeps what finished."""
+        if rank != 0:
+            return
+        threads = torch.get_num_threads()
+        with open(args.json + ".tmp", "w") as f:
+            json.dump({"framework": "pytorch", "torch": torch.__version__,
+                       "device": torch.cuda.get_device_name() if cuda else f"cpu ({threads} thread{'' if threads == 1 else 's'})",
+                       "world_size": world, "results": results, "errors": errors}, f, indent=2)
+        os.replace(args.json + ".tmp", args.json)
+
     for name, kind, shape, batch in workloads(args.quick, args.device):
         for precision in precisions:
-            for variant in ["eager"] + (["compile"] if compile_ok else []):
+            for variant in variants:
                 torch.manual_seed(0)
                 steps = args.warmup + args.repeats + 1
                 if kind == "mlp":
@@ -168,7 +184,15 @@ def main():
                     opt.zero_grad(set_to_none=True)
 
                 t0 = time.time()
-                times = time_steps(torch, step, args.warmup, args.repeats, cuda)
+                try:
+                    times = time_steps(torch, step, args.warmup, args.repeats, cuda)
+                except Exception as e:  # a torch.compile failure, say: said, and the next variant runs
+                    errors.append({"name": f"train step {name} b{batch} {precision}", "variant": variant,
+                                   "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
+                    print(f"pytorch_baseline.py: {errors[-1]['name']} ({variant}) failed: {errors[-1]['error']}",
+                          file=sys.stderr, flush=True)
+                    write()
+                    continue
                 med = statistics.median(times)
                 results.append({
                     "name": f"train step {name} b{batch} {precision}",
@@ -182,11 +206,7 @@ def main():
                 })
                 if rank == 0:
                     print(f"{results[-1]['name']:<46} {variant:<8} {med:9.4f} ms", flush=True)
-    if rank == 0:
-        with open(args.json, "w") as f:
-            json.dump({"framework": "pytorch", "torch": torch.__version__,
-                       "device": torch.cuda.get_device_name() if cuda else f"cpu ({torch.get_num_threads()} thread{'' if torch.get_num_threads() == 1 else 's'})",
-                       "world_size": world, "results": results}, f, indent=2)
+                write()
 
 
 if __name__ == "__main__":

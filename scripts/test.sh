@@ -2,7 +2,7 @@
 # Installs the dependencies, builds, and runs every test: unit, kernel (on the SIMT emulator),
 # CLI and mpiexec tests; then the same CPU and emulator tests once more in an ASan + UBSan
 # build (without nvcc: the emulator runs the same kernel source; the long accuracy runs, label
-# "slow", the extra emulator schedules, the 4-rank run, the mismatched-ranks audit and the
+# "slow", the extra emulator schedules, the 4-rank run, the mismatched-ranks audit, the wide wgmma shapes and the
 # emulator's benchmark smoke test run in the first pass only); then the kernel tests under
 # ThreadSanitizer (the racecheck, docs/emulator.md); then the libFuzzer targets (IDX,
 # safetensors, checkpoints, the command line) for 15 s each. Each stage prints its time.
@@ -47,7 +47,7 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow \
-          -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks|hopper: training"  # siblings run the same code here
+          -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks|hopper: training|hopper wide"  # siblings run the same code here
   # The racecheck: the kernel tests again under ThreadSanitizer, every GPU thread a fiber
   # (simt/racecheck.h); only the kernel test binary is built.
   stage racecheck-configure quiet cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -98,6 +98,9 @@ TEST_CASE("hostile flags: overflowing counts, meaningless combinations, unclear 
   expect_one_error_line(t + "--nesterov", "--nesterov is a setting of --optimizer sgd");
   expect_one_error_line(t + "--weight-decay inf", "--weight-decay: must be a finite number");
   expect_one_error_line(t + "--inject-crash 5:3", "there is no rank 3");
+  // A captured graph keeps every bucket's buffers: ZeRO-2's memory bound would silently not hold.
+  expect_one_error_line(t + "--device simt --cuda-graph --zero 2",
+                        "--cuda-graph with --zero 2: a captured step keeps every bucket's buffers allocated");
   // A loss scale whose inverse overflows: refused, not a NaN update.
   expect_one_error_line(t + "--init-scale 1e-40 --min-scale 1e-40", "--init-scale");
   expect_one_error_line(t + "--loss-scale 1e-40", "--loss-scale: '1e-40' is outside fp32's range (a loss scale must be at least");

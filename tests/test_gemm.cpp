@@ -153,15 +153,40 @@ std::vector<Case> cases() {
 }  // namespace
 
 #if HALFTAPE_HAVE_SIMT
-TEST_CASE("split-K weight-gradient GEMM: up to 16 slices (the emulator reporting 64 SMs), uneven and misaligned, vs FP64", "[gemm][kernels]") {
-  // The backend sizes the split by the SMs it is told of: 64 here, so one tile's K splits 16 ways.
-  ::setenv("HALFTAPE_SIMT_SMS", "64", 1);
+TEST_CASE("split-K weight-gradient GEMM: up to 16 slices, uneven and misaligned, vs FP64", "[gemm][kernels]") {
   const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
-  ::unsetenv("HALFTAPE_SIMT_SMS");
   gpu->set_gemm_impl(GemmImpl::native);
   std::uint64_t seed = 3100;
   for (DType t : {DType::f16, DType::bf16})
     for (const Case& c : split_k_cases()) check_case(*gpu, t, c, seed += 10);
+}
+
+TEST_CASE("split-K: the same bits on a GPU of 64 SMs and of 132 (the split depends on the shape alone)", "[gemm][kernels]") {
+  std::vector<std::vector<std::uint8_t>> results;
+  for (const char* sms : {"64", "132"}) {
+    ::setenv("HALFTAPE_SIMT_SMS", sms, 1);
+    const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
+    ::unsetenv("HALFTAPE_SIMT_SMS");
+    gpu->set_gemm_impl(GemmImpl::native);
+    for (const Case& c : split_k_cases()) {
+      const auto a = random_operand(DType::f16, c.K * c.M, 41), b = random_operand(DType::f16, c.K * c.N, 42);
+      const auto d_a = put(*gpu, a), d_b = put(*gpu, b);
+      auto d_c = put_zeros<float>(*gpu, static_cast<std::size_t>(c.M * c.N));
+      LinearGemmArgs args;
+      args.gemm = {GemmOp::tn, c.M, c.N, c.K, d_a.get(), d_b.get(), DType::f16, d_c.get(), 0.0f};
+      args.epilogue = Epilogue::store_f32;
+      gpu->linear_gemm(args);
+      std::vector<float> out = get(*gpu, d_c);
+      std::vector<std::uint8_t> bytes(out.size() * sizeof(float));
+      std::memcpy(bytes.data(), out.data(), bytes.size());
+      results.push_back(std::move(bytes));
+    }
+  }
+  const std::size_t n = split_k_cases().size();
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("case " << i);
+    CHECK(results[i] == results[n + i]);
+  }
 }
 #endif
 
@@ -287,9 +312,40 @@ TEST_CASE("Hopper GEMM (wgmma + TMA) vs FP64 on the emulator's sm_90: awkward sh
       check_case(*gpu, t, c, seed += 10);
     }
 }
+
+// The self-check's shapes at 132 SMs (an H100 SXM or H200): 256-wide tiles about two a block,
+// and 128-wide tiles more than the grid, the stage ring's phase carried across tiles (kernels/gemm.h,
+// wgmma_check_shapes). About two billion multiply-adds a dtype: its own ctest, first pass only.
+TEST_CASE("Hopper GEMM at 132 SMs: the self-check's wide and persistent shapes vs FP64 on the emulator's sm_90",
+          "[.][hopper-wide][gemm]") {
+  REQUIRE(emu::arch().major == 9);            // its ctest sets HALFTAPE_SIMT_ARCH=sm_90 ...
+  REQUIRE(emu::reported_sm_count() == 132);   // ... and HALFTAPE_SIMT_SMS=132
+  const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
+  gpu->set_gemm_impl(GemmImpl::native);
+  REQUIRE(gpu->gemm_kernel_name(DType::f16).find("wgmma") != std::string::npos);
+  std::uint64_t seed = 2600;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const GemmShape& shape : wgmma_check_shapes(132)) {
+      INFO(shape.M << " x " << shape.N << " x " << shape.K);
+      check_case(*gpu, t, {GemmOp::nt, shape.M, shape.N, shape.K, Epilogue::bias_act, Activation::gelu}, seed += 10);
+    }
+}
+
+TEST_CASE("Hopper GEMM: the predicate refuses rows past TMA's and the tile walk's 32-bit coordinates", "[gemm][kernels]") {
+  alignas(16) static const std::uint16_t operand[8] = {};
+  auto supports = [](std::int64_t M, std::int64_t N, std::int64_t K) {
+    return gpu::simt_impl::gemm_wgmma_supports({GemmOp::nt, M, N, K, operand, operand, DType::f16, nullptr, 0.0f});
+  };
+  CHECK(supports(128, 128, 64));
+  CHECK(supports((std::int64_t{1} << 31) - 256, 8, 64));
+  CHECK_FALSE(supports((std::int64_t{1} << 31) + 1, 8, 64));
+  CHECK_FALSE(supports(std::int64_t{1} << 31, 8, 64));
+  CHECK_FALSE(supports(8, (std::int64_t{1} << 31) + 8, 64));
+  CHECK_FALSE(supports(8, 8, (std::int64_t{1} << 31) + 8));
+}
 #endif
 
-TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64 on an sm_90 GPU", "[gemm][kernels]") {
+TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64 on an sm_90 GPU", "[gemm][kernels][wgmma-gpu]") {
   // On an sm_90 GPU the backend self-checks this kernel against mma.sync and this test checks it
   // against FP64 (on the emulator's sm_90 the [hopper] case above does).
   if (!cuda_available()) {
@@ -311,6 +367,9 @@ TEST_CASE("Hopper GEMM (wgmma + TMA, sm_90a) vs FP64 on an sm_90 GPU", "[gemm][k
   for (const Case& c : wgmma_cases()) forward.push_back(c);
   forward.push_back({GemmOp::nt, 512, 384, 1024, Epilogue::bias_act, Activation::relu});
   forward.push_back({GemmOp::nt, 129, 257, 520, Epilogue::bias_act, Activation::gelu});
+  // The wide and persistent paths: shapes for 132 SMs give more tiles than any sm_90 GPU has SMs.
+  for (const GemmShape& shape : wgmma_check_shapes(132))
+    forward.push_back({GemmOp::nt, shape.M, shape.N, shape.K, Epilogue::bias_act, Activation::gelu});
   std::uint64_t seed = 900;
   for (DType t : {DType::f16, DType::bf16})
     for (const Case& c : forward) check_case(*gpu, t, c, seed += 10);

@@ -49,6 +49,11 @@ void TrainConfig::validate() const {
   HT_CHECK(keep >= 0, "--keep must be >= 0, got {}", keep);
   HT_CHECK(eval_every >= 0, "--eval-every must be >= 0, got {}", eval_every);
   HT_CHECK(eval_windows >= 1, "--eval-windows must be at least 1, got {}", eval_windows);
+  // A graph under capture keeps every block freed during it for the graph's replays, so each
+  // bucket's staging, wire and received buffers would stay allocated: ZeRO-2's bound of two
+  // buckets in flight (comm/reducer.h) would not hold.
+  HT_CHECK(!cuda_graph || zero < 2, "--cuda-graph with --zero 2: a captured step keeps every bucket's buffers allocated, "
+           "which undoes ZeRO-2's memory bound; use --zero 1, or leave out --cuda-graph");
   validate_model(model);
 }
 

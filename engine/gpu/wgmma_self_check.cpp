@@ -55,10 +55,9 @@ cudaError_t wait_with_deadline(const Stream& stream, double seconds) {
   return e;
 }
 
-}  // namespace
-
-bool wgmma_self_check(Backend& b, const Stream& stream) {
-  const std::int64_t M = 200, N = 136, K = 264;
+// One product Y = X·Wᵀ (bias, GELU) in fp16 and bf16 by both kernels; false (with a warning) where
+// the wgmma kernel cannot be launched or disagrees with mma.sync.
+bool check_shape(Backend& b, const Stream& stream, std::int64_t M, std::int64_t N, std::int64_t K) {
   std::vector<float> a(static_cast<std::size_t>(M * K)), w(static_cast<std::size_t>(N * K));
   auto fill = [x = std::uint64_t{88172645463325252ull}](std::vector<float>& v) mutable {  // xorshift, in [-1, 1]
     for (float& e : v) {
@@ -107,11 +106,19 @@ bool wgmma_self_check(Backend& b, const Stream& stream) {
     const double tolerance = t == DType::f16 ? 4e-3 : 3e-2;  // a few ulps of the stored dtype
     for (std::size_t i = 0; i < r[0].size(); ++i)
       if (!(std::fabs(r[0][i] - r[1][i]) <= tolerance * (1.0 + std::fabs(r[0][i])))) {
-        fmt::print(stderr, "halftape: warning: the sm_90a GEMM disagrees with the mma.sync kernel ({} element {}: {} vs {}); "
-                   "using the latter\n", dtype_name(t), i, r[1][i], r[0][i]);
+        fmt::print(stderr, "halftape: warning: the sm_90a GEMM disagrees with the mma.sync kernel ({} {}x{}x{}, element {}: "
+                   "{} vs {}); using the latter\n", dtype_name(t), M, N, K, i, r[1][i], r[0][i]);
         return false;
       }
   }
+  return true;
+}
+
+}  // namespace
+
+bool wgmma_self_check(Backend& b, const Stream& stream) {
+  for (const GemmShape& shape : wgmma_check_shapes(stream.sm_count))
+    if (!check_shape(b, stream, shape.M, shape.N, shape.K)) return false;
   return true;
 }
 
