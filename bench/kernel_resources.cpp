@@ -33,6 +33,7 @@ KernelResourceTable KernelResourceTable::load(const std::string& path) {
       const KernelResources r{.registers = k.at("registers").get<int>(),
                               .stack_bytes = k.at("stack").get<int>(),
                               .local_bytes = k.at("local").get<int>(),
+                              .spill_bytes = k.at("spill_bytes").get<int>(),
                               .static_shared_bytes = k.at("static_shared").get<int>(),
                               .launch_bound_threads = k.at("threads").is_null() ? 0 : k.at("threads").get<int>()};
       table.kernels_[{k.at("arch").get<std::string>(), k.at("kernel").get<std::string>()}] = r;

@@ -19,6 +19,7 @@ struct KernelResources {
   int registers = 0;         // a thread
   int stack_bytes = 0;       // the frame, where spills and local arrays live: 0 means no spill
   int local_bytes = 0;
+  int spill_bytes = 0;       // stored to local memory by the kernel's STL instructions (its SASS)
   int static_shared_bytes = 0;
   int launch_bound_threads = 0;
 };

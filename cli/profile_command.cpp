@@ -126,6 +126,7 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
     nlohmann::json compiled = nullptr;  // the compiler's figures, where the build has them
     if (res)
       compiled = {{"registers", res->registers}, {"stack_bytes", res->stack_bytes}, {"local_bytes", res->local_bytes},
+                  {"spill_bytes", res->spill_bytes},
                   {"static_shared_bytes", res->static_shared_bytes}, {"occupancy", occ->share},
                   {"blocks_per_sm", occ->blocks_per_sm}, {"occupancy_limited_by", occ->limited_by}};
     rows.push_back({{"name", k.name}, {"launches", launches}, {"flops", flops}, {"dram_bytes", dram},
@@ -134,7 +135,8 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
                     {"shared_bank_conflicts", conflicts}, {"blocks_per_launch", static_cast<double>(k.blocks) / static_cast<double>(k.launches)},
                     {"threads_per_block", k.threads_per_block}, {"dynamic_shared_bytes", k.dynamic_shared_bytes},
                     {"sm_fill", e.fill}, {"waves", e.waves}, {"wave_efficiency", e.wave_efficiency}, {"registers", res ? nlohmann::json(res->registers) : nlohmann::json(nullptr)},
-                    {"occupancy", occ ? nlohmann::json(occ->share) : nlohmann::json(nullptr)}, {"compiled", compiled},
+                    {"occupancy", occ ? nlohmann::json(occ->share) : nlohmann::json(nullptr)},
+                    {"spill_bytes", res ? nlohmann::json(res->spill_bytes) : nlohmann::json(nullptr)}, {"compiled", compiled},
                     {"modelled_us", us}, {"modelled_memory_us", e.memory_us * per}, {"modelled_tensor_us", e.tensor_us * per},
                     {"modelled_shared_us", e.shared_us * per}, {"modelled_launch_us", e.overhead_us * per},
                     {"bound", e.bound}, {"share", us / step_us}});

@@ -3,7 +3,8 @@
 
 For each kernel in each architecture's code (sm_80, sm_90, sm_90a) it reads, with cuobjdump
 (scripts/setup.sh installs it), what ptxas gave it: registers, stack frame (spills and local
-arrays live there), local memory, static shared memory; and the block size it declares with
+arrays live there), local memory, static shared memory, the bytes its SASS stores to local memory
+(spill_bytes: ptxas's "spill stores"); and the block size it declares with
 __launch_bounds__ (EIATTR_MAX_THREADS in the ELF's .nv.info section). From those it computes the
 theoretical occupancy that registers and block size allow, by the CUDA occupancy rules of both
 architectures (65,536 registers an SM allocated 256 at a time per warp, at most 64 warps and 32
@@ -55,6 +56,29 @@ def resource_usage(cuobjdump, library):
             out[(arch, pending)] = {"registers": int(fields["REG"]), "stack": int(fields["STACK"]),
                                     "static_shared": int(fields["SHARED"]), "local": int(fields["LOCAL"])}
             pending = None
+    return out
+
+
+STORE_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def local_stores(cuobjdump, library):
+    """{(arch, mangled name): bytes} that the kernel's STL instructions store to local memory, read
+    from its SASS: ptxas's "spill stores" (a local array's stores count too; the kernels' floors
+    keep hot kernels free of both)."""
+    out, arch, function = {}, "sm_?", None
+    for line in run(cuobjdump, ["-sass", library]).splitlines():
+        s = line.strip()
+        if s.startswith("arch = "):
+            arch = s.split("=", 1)[1].strip()
+        elif s.startswith("Function : "):
+            function = s[len("Function : "):].strip()
+            out.setdefault((arch, function), 0)
+        elif function:
+            m = re.search(r"\bSTL((?:\.[A-Z0-9]+)*)\s", s)
+            if m:
+                widths = [STORE_WIDTH[w] for w in m.group(1).split(".") if w in STORE_WIDTH]
+                out[(arch, function)] += widths[0] if widths else 4
     return out
 
 
@@ -151,10 +175,11 @@ def main(argv):
     floors = read_floors(floors_path) if floors_path else None
     spelled = enumerators()
 
-    usage, threads = {}, {}
+    usage, threads, spills = {}, {}, {}
     for lib in libraries:
         usage.update(resource_usage(cuobjdump, lib))
         threads.update(launch_bounds(cuobjdump, lib))
+        spills.update(local_stores(cuobjdump, lib))
     names = demangle(sorted({name for _, name in usage}))
 
     rows, failures, used_floors = [], [], set()
@@ -163,7 +188,8 @@ def main(argv):
         for cast, enumerator in spelled.items():
             name = name.replace(cast, enumerator)
         base = name.split("<", 1)[0]
-        row = {"arch": arch, "kernel": name, **u, "threads": threads.get((arch, mangled))}
+        row = {"arch": arch, "kernel": name, **u, "spill_bytes": spills.get((arch, mangled), 0),
+               "threads": threads.get((arch, mangled))}
         hot = "__half" in name or "__nv_bfloat16" in name or base.startswith("gemm_")
         if row["threads"] is None:
             failures.append(f"{arch} {name}: declares no __launch_bounds__")
@@ -181,7 +207,7 @@ def main(argv):
                             f"{u['local']} bytes of local memory (spills)")
         rows.append(row)
         occ = f"{100 * row['occupancy']:5.1f}% ({row['blocks_per_sm']:2} blocks)" if "occupancy" in row else "    ?"
-        print(f"{arch:7} {name:58.58} regs {u['registers']:3} stack {u['stack']:5} local {u['local']:4} "
+        print(f"{arch:7} {name:58.58} regs {u['registers']:3} stack {u['stack']:5} local {u['local']:4} spill {row['spill_bytes']:4} "
               f"smem {u['static_shared']:6} threads {row['threads'] or 0:4} occupancy {occ}{'  hot' if hot else ''}")
     for base in sorted(set(floors or {}) - used_floors):
         failures.append(f"{floors_path}: '{base}' names no kernel of this build (remove its floor)")
@@ -189,7 +215,7 @@ def main(argv):
         failures.append("no kernel found in " + " ".join(libraries))
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
-            json.dump({"source": "cuobjdump --dump-resource-usage and -elf of " + " ".join(map(os.path.basename, libraries)),
+            json.dump({"source": "cuobjdump --dump-resource-usage, -elf and -sass of " + " ".join(map(os.path.basename, libraries)),
                        "kernels": rows}, f, indent=1)
     print(f"{len(rows)} kernels over {len({r['arch'] for r in rows})} architectures; "
           f"{sum(1 for r in rows if r['stack'] or r['local'])} with a stack frame or local memory")

@@ -16,7 +16,7 @@ grep -q "MODELLED on h100" "$out/gpt.txt" || { echo "the table does not say it i
 /usr/bin/python3 - "$expect_resources" "$out/gpt.json" "$out/mlp.json" <<'PY'
 import json, sys
 need = ["name", "launches", "flops", "dram_bytes", "sectors_per_request", "sector_efficiency",
-        "shared_wavefronts_per_request", "shared_bank_conflicts", "registers", "occupancy", "modelled_us", "bound"]
+        "shared_wavefronts_per_request", "shared_bank_conflicts", "registers", "occupancy", "spill_bytes", "modelled_us", "bound"]
 expect_resources = sys.argv[1] == "1"
 for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_kernel", "layernorm_kernel", "adamw_kernel"],
                                     ["gemm_mma_kernel", "adamw_kernel"]]):
@@ -33,6 +33,8 @@ for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_ke
             assert k["registers"] is not None and 0 < k["registers"] <= 255, (path, k["name"], k["registers"])
             assert k["occupancy"] is not None and 0 < k["occupancy"] <= 1, (path, k["name"], k["occupancy"])
             assert k["compiled"]["occupancy_limited_by"] in ("registers", "shared", "warps", "blocks"), (path, k["compiled"])
+            # the bytes its SASS stores to local memory: none in the fp16 step's kernels
+            assert k["spill_bytes"] == 0 or "__half" not in k["name"], (path, k["name"], k["spill_bytes"])
     for m in must:
         assert any(m in n for n in names), (path, m, names)
     # grids sized by the modelled GPU's SMs (HALFTAPE_SIMT_SMS): AdamW's grid-stride launch covers
