@@ -252,7 +252,7 @@ void cross_entropy(OpContext& ctx, const Var& logits, const CrossEntropyTargets&
   HT_CHECK(classes >= 1 && classes <= width, "cross_entropy: {} classes in logits of {} columns", classes, width);
   const Tensor row_loss = backend.empty(Shape{rows}, DType::f32);
   const Tensor row_correct = t.correct_sum ? backend.empty(Shape{rows}, DType::f32) : Tensor();
-  const Tensor dlogits = ctx.tape ? backend.empty(z.shape(), z.dtype()) : Tensor();
+  const Tensor dlogits = !ctx.tape ? Tensor() : t.gradient_in_place ? z : backend.empty(z.shape(), z.dtype());
   backend.cross_entropy({z.data(), z.dtype(), t.labels, rows, classes, row_loss.data_as<float>(),
                          row_correct.data_as<float>(), dlogits.data(), t.loss_scale, t.grad_divisor, width});
   if (t.loss_sum) backend.sum({row_loss.data_as<float>(), rows, t.loss_weight, t.loss_sum});

@@ -77,6 +77,9 @@ struct CrossEntropyTargets {
   float loss_weight = 1;
   float* correct_sum = nullptr;          // (1) on the device: += number of correct rows; optional
   std::int64_t classes = 0;              // the logits' first columns that are classes, the rest vocabulary padding; 0: all
+  // The logits are read by nothing after this op: the gradient overwrites them (llm.c's fused
+  // classifier; saves a rows × columns tensor, a GPT-2 step's largest). Training only (a tape).
+  bool gradient_in_place = false;
 };
 
 // logits: (rows, columns). Records the fused gradient on the tape (when there is one).

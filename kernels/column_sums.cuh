@@ -4,7 +4,8 @@
 // into slices as well.
 //   pass 1: a grid of (32-column tiles) x (row slices), blocks of 32 columns x 8 row groups; a
 //           thread sums its column over every 8th row of the slice, the block adds its 8 row
-//           groups in order and writes the slice's partial to scratch memory;
+//           groups in order and writes the slice's partial to scratch memory (per-row values a
+//           term needs, such as layernorm's mean and rstd, staged in shared memory first);
 //   pass 2: sum_slices (kernels/reduce.cuh) adds the slices' partials in slice order to the output.
 // With one slice, pass 1 adds straight to the output and pass 2 is skipped: a slice is at least
 // kMinRowsPerSlice rows, so small matrices (the default GPT's 768 rows) stay in one launch,
@@ -38,19 +39,12 @@ inline Slicing slicing(std::int64_t rows, std::int64_t cols) {
 // The N outputs a pass adds to: (cols) fp32 each.
 template <int N> using Outputs = SliceSumOutputs<N>;
 
-// Pass 1, from a kernel launched as launch() below: term(r, c, v) adds row r's terms of column
-// c to v[0..N). Every thread of the block must call this (it holds a barrier).
-// partials: (slices, N, cols) fp32, unused with one slice.
-template <int N, class Term>
-__device__ __forceinline__ void slice_sums(Term term, std::int64_t rows, std::int64_t cols, std::int64_t rows_per_slice,
-                                           Outputs<N> out, float* __restrict__ partials) {
+// The end of pass 1: each thread's v[0..N) (its column over its row group) summed over the block's
+// row groups in order, then added to the output (one slice) or written as the slice's partial.
+template <int N>
+__device__ __forceinline__ void finish_slice(float (&v)[N], std::int64_t c, std::int64_t cols, Outputs<N> out,
+                                             float* __restrict__ partials) {
   __shared__ float partial[N][kRowGroups][kCols + 1];
-  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
-  const std::int64_t first = std::int64_t{blockIdx.y} * rows_per_slice;
-  const std::int64_t end = std::min(rows, first + rows_per_slice);
-  float v[N] = {};
-  if (c < cols)
-    for (std::int64_t r = first + threadIdx.y; r < end; r += kRowGroups) term(r, c, v);
   HT_UNROLL for (int k = 0; k < N; ++k) partial[k][threadIdx.y][threadIdx.x] = v[k];
   __syncthreads();
   if (threadIdx.y != 0 || c >= cols) return;
@@ -59,6 +53,51 @@ __device__ __forceinline__ void slice_sums(Term term, std::int64_t rows, std::in
     if (gridDim.y == 1) out.dst[k][c] += v[k];
     else partials[(std::int64_t{blockIdx.y} * N + k) * cols + c] = v[k];
   }
+}
+
+// Pass 1, from a kernel launched as launch() below: term(r, c, v) adds row r's terms of column
+// c to v[0..N). Every thread of the block must call this (it holds a barrier).
+// partials: (slices, N, cols) fp32, unused with one slice.
+template <int N, class Term>
+__device__ __forceinline__ void slice_sums(Term term, std::int64_t rows, std::int64_t cols, std::int64_t rows_per_slice,
+                                           Outputs<N> out, float* __restrict__ partials) {
+  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
+  const std::int64_t first = std::int64_t{blockIdx.y} * rows_per_slice;
+  const std::int64_t end = std::min(rows, first + rows_per_slice);
+  float v[N] = {};
+  if (c < cols)
+    for (std::int64_t r = first + threadIdx.y; r < end; r += kRowGroups) term(r, c, v);
+  finish_slice<N>(v, c, cols, out, partials);
+}
+
+// As slice_sums, for terms that also need K values of their row (a layernorm row's mean and
+// rstd): those are staged in shared memory kChunkRows rows at a time, each read once by one
+// thread (row_value(r, k)), a warp's reads whole sectors, instead of once a column by every
+// lane of a warp (a 4-byte broadcast, one sector a request). term(r, c, row, v) gets them as
+// row[0..K). The rows are visited in the same order as slice_sums visits them: the same sums.
+constexpr int kChunkRows = kCols * kRowGroups;
+template <int N, int K, class RowValue, class Term>
+__device__ __forceinline__ void slice_sums_with_rows(RowValue row_value, Term term, std::int64_t rows, std::int64_t cols,
+                                                     std::int64_t rows_per_slice, Outputs<N> out, float* __restrict__ partials) {
+  __shared__ float staged[K][kChunkRows];
+  const int t = threadIdx.y * kCols + threadIdx.x;
+  const std::int64_t c = std::int64_t{blockIdx.x} * kCols + threadIdx.x;
+  const std::int64_t first = std::int64_t{blockIdx.y} * rows_per_slice;
+  const std::int64_t end = std::min(rows, first + rows_per_slice);
+  float v[N] = {};
+  for (std::int64_t chunk = first; chunk < end; chunk += kChunkRows) {  // kChunkRows is a multiple of kRowGroups
+    const std::int64_t chunk_end = std::min(end, chunk + kChunkRows);
+    __syncthreads();  // the last chunk's values are read
+    if (chunk + t < chunk_end) HT_UNROLL for (int k = 0; k < K; ++k) staged[k][t] = row_value(chunk + t, k);
+    __syncthreads();
+    if (c < cols)
+      for (std::int64_t r = chunk + threadIdx.y; r < chunk_end; r += kRowGroups) {
+        float row[K];
+        HT_UNROLL for (int k = 0; k < K; ++k) row[k] = staged[k][r - chunk];
+        term(r, c, row, v);
+      }
+  }
+  finish_slice<N>(v, c, cols, out, partials);
 }
 
 // Runs both passes: pass1(config, rows_per_slice, partials) launches the caller's kernel, which

@@ -23,7 +23,8 @@ struct CrossEntropyArgs {
   std::int64_t rows = 0, classes = 0;
   float* row_loss = nullptr;          // (rows) fp32, unscaled
   float* row_correct = nullptr;       // (rows) 1 when argmax == label, else 0; may be nullptr
-  void* dlogits = nullptr;            // (rows, width()) dtype; nullptr: forward only (evaluation)
+  void* dlogits = nullptr;            // (rows, width()) dtype; nullptr: forward only (evaluation);
+                                      // may be logits itself (the gradient overwrites them)
   const float* loss_scale = nullptr;  // (1) fp32 on the device; nullptr means 1
   float grad_divisor = 1;
   std::int64_t padded_classes = 0;    // the rows' length when padded past classes; 0: classes

@@ -61,18 +61,19 @@ __global__ void __launch_bounds__(kBlock) layernorm_dx_kernel(const float* __res
 }
 
 // x, dout: (rows, C) -> dweight[c] += Σ_r dout·x̂, dbias[c] += Σ_r dout: column_sums' pass 1
-// over one row slice. partials: (slices, 2, C) fp32.
+// over one row slice, each row's mean and rstd staged in shared memory. partials: (slices, 2, C) fp32.
 template <class T>
 __global__ void __launch_bounds__(column_sums::kCols * column_sums::kRowGroups) layernorm_dweight_kernel(
     const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd, const T* __restrict__ dout,
     column_sums::Outputs<2> out, std::int64_t rows, std::int64_t channels, std::int64_t rows_per_slice,
     float* __restrict__ partials) {
-  const auto term = [&](std::int64_t r, std::int64_t c, float (&v)[2]) {
+  const auto row_value = [&](std::int64_t r, int k) { return k == 0 ? mean[r] : rstd[r]; };
+  const auto term = [&](std::int64_t r, std::int64_t c, const float (&row)[2], float (&v)[2]) {
     const float dy = to_float(dout[r * channels + c]);
-    v[0] += dy * (x[r * channels + c] - mean[r]) * rstd[r];
+    v[0] += dy * (x[r * channels + c] - row[0]) * row[1];
     v[1] += dy;
   };
-  column_sums::slice_sums<2>(term, rows, channels, rows_per_slice, out, partials);
+  column_sums::slice_sums_with_rows<2, 2>(row_value, term, rows, channels, rows_per_slice, out, partials);
 }
 
 }  // namespace

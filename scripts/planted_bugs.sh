@@ -54,8 +54,12 @@ plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
   cp "$work/original" "$work/src/$file"
 }
 
-plant kernels/cross_entropy.cu 's/dlogits\[r \* width + c\] = /dlogits[r * width + c + (c + 1 < classes)] = /' \
+plant kernels/cross_entropy.cu 's/dz\[i\] = from_float<T>(grad(to_float(z\[i\]), i));/dz[i + (i + 1 < classes)] = from_float<T>(grad(to_float(z[i]), i));/' \
   "kernel cross_entropy*" "cross_entropy: gradient written one column off"
+plant kernels/cross_entropy.cu 's/s.sum = s.sum \* expf(s.max - v) + 1.0f;/s.sum = s.sum + 1.0f;/' \
+  "kernel cross_entropy*" "cross_entropy: the online sum not rescaled when the row's max grows"
+plant kernels/cross_entropy.cu 's/(kPacked ? label \/ kPack : label) % 32/label % 32/' \
+  "kernel cross_entropy*" "cross_entropy: the label's logit taken from the wrong lane of a packed row"
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"

@@ -247,12 +247,16 @@ TEST_CASE("kernel bias_grad: column sums accumulate into FP32", "[kernels]") {
       }
 }
 
-TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient - rows longer than a block", "[kernels]") {
+TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient - rows longer than a warp's access, several blocks, in place",
+          "[kernels]") {
+  // A block takes 8 rows, a warp a row; rows whose width is a multiple of 4 move 4 elements a
+  // lane (3000, 40), the others one (10, 129); 19 and 11 rows end in a partial block.
   for (auto& gpu : gpu_backends())
     for (DType t : kTypes)
-      for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 129}, {2, 3000}})
-        for (bool with_grad : {true, false}) {
-          INFO(device_name(gpu->device()) << " " << dtype_name(t) << " " << rows << "x" << classes);
+      for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 129}, {2, 3000}, {19, 40}, {11, 129}})
+        for (int mode : {0, 1, 2}) {  // the gradient to its own tensor, none, over the logits
+          const bool with_grad = mode != 1, in_place = mode == 2;
+          INFO(device_name(gpu->device()) << " " << dtype_name(t) << " " << rows << "x" << classes << " mode " << mode);
           const auto logits = random_bytes(t, static_cast<std::size_t>(rows * classes), 10, 8);
           std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
           for (std::int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = static_cast<std::int32_t>((r * 7) % classes);
@@ -267,12 +271,14 @@ TEST_CASE("kernel cross_entropy: loss, argmax and scaled gradient - rows longer 
           auto d_loss = put_zeros<float>(*gpu, loss.size());
           auto d_correct = put_zeros<float>(*gpu, correct.size());
           auto d_dlogits = put_zeros<std::uint8_t>(*gpu, dlogits.size());
-          gpu->cross_entropy({d_logits.get(), t, d_labels.get(), rows, classes, d_loss.get(), d_correct.get(),
-                              with_grad ? d_dlogits.get() : nullptr, d_scale.get(), divisor});
+          void* gradient = in_place ? static_cast<void*>(d_logits.get()) : with_grad ? d_dlogits.get() : nullptr;
+          gpu->cross_entropy({d_logits.get(), t, d_labels.get(), rows, classes, d_loss.get(), d_correct.get(), gradient,
+                              d_scale.get(), divisor});
           const std::vector<float> got_loss = get(*gpu, d_loss);
           for (std::size_t r = 0; r < loss.size(); ++r) CHECK(got_loss[r] == Approx(loss[r]).epsilon(1e-5).margin(1e-6));
           CHECK(get(*gpu, d_correct) == correct);
-          if (with_grad) check_close_in(t, widen(t, get(*gpu, d_dlogits)), widen(t, dlogits), t == DType::f32 ? 64 : 1);
+          if (with_grad)
+            check_close_in(t, widen(t, in_place ? get(*gpu, d_logits) : get(*gpu, d_dlogits)), widen(t, dlogits), t == DType::f32 ? 64 : 1);
         }
 }
 

@@ -215,9 +215,10 @@ void Trainer::queue_step(bool inject_overflow) {
                               .state = scaler_->state()};
     OpContext ctx{backend_, params_, &tape, config_.dropout > 0 ? &drop : nullptr};
     const Var logits = model_->forward(ctx, batch.input);
-    // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in
+    // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in, written
+    // over the logits (nothing reads them after the loss)
     cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
-                                1.0f / divisor, nullptr, model_->classes()});
+                                1.0f / divisor, nullptr, model_->classes(), /*gradient_in_place=*/true});
     if (measuring_step_) {  // what the forward keeps for the backward, above the state between steps
       const std::size_t in_use = backend_.memory_stats().in_use;
       memory_.activations = std::max(memory_.activations, in_use > step_base_ ? in_use - step_base_ : 0);
