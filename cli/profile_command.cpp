@@ -50,6 +50,14 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   HT_CHECK(!world || world->size() == 1, "profile runs on one rank (the model is of one GPU); run it without mpirun");
   HT_CHECK(f.train.device == "auto" || f.train.device == "simt",
            "--device {}: profile runs on the emulator's counting executor (leave --device out)", f.train.device);
+  // train's flags that mean nothing to a profile of fresh steps: refused, not ignored
+  HT_CHECK(!f.train.given.count("--resume"), "profile --resume: a profile counts the kernels of a few fresh steps from "
+           "initialised weights (the counts do not depend on the weights); leave out --resume");
+  HT_CHECK(!f.train.given.count("--save"), "profile --save: a profile saves no checkpoint; leave out --save");
+  HT_CHECK(!f.train.given.count("--dry-run"), "profile --dry-run: a profile is one already (no checkpoint, no evaluation); "
+           "leave out --dry-run");
+  HT_CHECK(!f.train.given.count("--steps") || f.train.steps > 0, "profile --steps {}: at least 1 counted step", f.train.steps);
+  HT_CHECK(!f.train.given.count("--json") || !f.json.empty(), "profile --json: give a file name");
   const bench::GpuSpec& gpu = bench::find_gpu(f.gpu);
   if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   HT_CHECK(have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");

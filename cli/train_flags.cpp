@@ -194,6 +194,8 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   t->add_option("--save", c.save_dir, "write checkpoints (safetensors) under DIR")->check(kNonEmpty);
   t->add_option("--save-every", c.save_every, "also checkpoint every N steps")->check(kCountOrZero);
   t->add_option("--keep", c.keep, "checkpoints to keep under --save (0: all)")->check(number_in(0, 1e6));
+  t->add_flag("--overwrite", c.overwrite, "allow --save into a directory that holds another run's checkpoints (they are "
+              "rotated away as this run saves)");
   t->add_option("--resume", c.resume, "continue from a checkpoint directory, or the latest under a --save DIR")->check(kNonEmpty);
   t->add_option("--stop-after", f.stop_after, "end this run after step N (saving with --save); --steps still sets the schedule")
       ->check(kCountOrZero)->default_str("");

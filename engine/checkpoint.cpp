@@ -154,11 +154,18 @@ std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
   return (fs::path(root) / (".tmp-" + step_dir_name(step))).string();
 }
 
-void check_save_directory(const std::string& root, int rank) {
+void check_save_directory(const std::string& root, int rank, ExistingRun existing_run) {
   std::error_code ec;
   fs::create_directories(root, ec);
   HT_CHECK(!ec, "--save {}: cannot create the directory: {}", root, ec.message());
   HT_CHECK(fs::is_directory(root, ec), "--save {}: not a directory", root);
+  if (existing_run == ExistingRun::refuse)
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      HT_CHECK(name != "latest" && name.rfind("step-", 0) != 0,
+               "--save {}: it holds another run's checkpoints ({}), which this run would rotate away; continue that run with "
+               "--resume {}, save elsewhere, or give --overwrite", root, name, root);
+    }
   const fs::path probe = fs::path(root) / fmt::format(".write-test-rank-{}", rank);
   try {
     write_file_durably(probe, "halftape checks that --save can be written\n");

@@ -50,7 +50,10 @@ struct CheckpointState {
 
 // Checks at start-up, before any training, that ROOT can be created and written (a probe file
 // named for this rank is written, fsync'd and removed); throws naming ROOT and the reason.
-void check_save_directory(const std::string& root, int rank);
+// `existing_run`: what to do with checkpoints of an earlier run already under root - refuse them
+// (a fresh run would rotate them away), or accept them (--resume, --overwrite).
+enum class ExistingRun { refuse, accept };
+void check_save_directory(const std::string& root, int rank, ExistingRun existing_run);
 
 // Writing happens in three phases, so that every rank of a data-parallel job adds its file:
 //   rank 0:     begin_checkpoint    a fresh staging directory (leftovers of dead saves removed);

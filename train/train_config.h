@@ -55,6 +55,7 @@ struct TrainConfig {
   std::int64_t save_every = 0;        // 0: save at the end only (when save_dir is set)
   int keep = 3;                       // checkpoints kept under save_dir (0: all)
   std::string resume;                 // a checkpoint directory, or a --save root (its latest)
+  bool overwrite = false;             // --save into a directory holding another run's checkpoints
   std::int64_t max_consecutive_skips = 50;  // skipped steps in a row: stop (with a checkpoint) after this many
   std::vector<OverflowInjection> inject_overflow;
   std::vector<FaultInjection> inject_faults;

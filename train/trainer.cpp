@@ -49,7 +49,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
   check_ranks_agree(comm, {{"the training data", data_identity_}}, "the training data");
   // A --save directory that cannot be written is found now, on every rank, not after the run.
   if (!config_.save_dir.empty())
-    check_on_every_rank(comm, "checking --save", [&] { check_save_directory(config_.save_dir, comm.rank()); });
+    check_on_every_rank(comm, "checking --save", [&] { check_save_directory(config_.save_dir, comm.rank(), config_.resume.empty() && !config_.overwrite
+                                                                    ? ExistingRun::refuse : ExistingRun::accept); });
   backend.set_gemm_impl(config_.gemm);
   memory_base_ = backend.memory_stats().in_use;
   std::size_t data_bytes = 0;
