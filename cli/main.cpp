@@ -36,7 +36,13 @@ ht::StartupStatus parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion&) {
     return {0, "halftape 0.1.0\n", {}};
   } catch (const CLI::ParseError& e) {
-    return {2, fmt::format("{} (see --help)", e.what()), {}};
+    // CLI11 says "--steps: At Most 1 required but received 2" of a flag given twice
+    const std::string what = e.what();
+    const std::size_t colon = what.find(": At Most 1 required but received ");
+    if (colon != std::string::npos)
+      return {2, fmt::format("{} is given {} times; give it once (see --help)", what.substr(0, colon),
+                             what.substr(colon + std::string_view(": At Most 1 required but received ").size())), {}};
+    return {2, fmt::format("{} (see --help)", what), {}};
   }
   try {
     ht::check_environment();  // HALFTAPE_* variables: their documented values only (ground/env.h)

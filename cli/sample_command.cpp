@@ -26,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <string_view>
+#include <filesystem>
 #include <fstream>
 #include <charconv>
 
@@ -89,6 +90,8 @@ std::string base64_decode(std::string_view in, const std::string& what) {
 
 // --vocab FILE: the text of each of `vocab` ids; ids the file does not name print as <|id|>.
 std::vector<std::string> read_vocab_file(const std::string& path, std::int64_t vocab) {
+  std::error_code ec;
+  HT_CHECK(!std::filesystem::is_directory(path, ec), "--vocab {}: a directory, not a vocabulary file", path);
   std::ifstream in(path, std::ios::binary);
   HT_CHECK(in.good(), "--vocab {}: cannot read it", path);
   std::vector<std::string> lines;
@@ -96,24 +99,37 @@ std::vector<std::string> read_vocab_file(const std::string& path, std::int64_t v
   HT_CHECK(!lines.empty(), "--vocab {}: the file is empty", path);
   std::vector<std::string> text(static_cast<std::size_t>(vocab));
   for (std::int64_t i = 0; i < vocab; ++i) text[static_cast<std::size_t>(i)] = fmt::format("<|{}|>", i);
-  // tiktoken's format when every line is "BASE64 RANK"; else one token a line.
-  const bool tiktoken = std::all_of(lines.begin(), lines.end(), [](const std::string& l) {
+  // tiktoken's format ("BASE64 RANK" lines) when the first line is one, and then every line must
+  // be; else one token a line.
+  const auto tiktoken_line = [](const std::string& l) {
     const std::size_t space = l.find(' ');
     return space != std::string::npos && space > 0 && space + 1 < l.size() &&
            l.find_first_not_of("0123456789", space + 1) == std::string::npos &&
            l.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == space;
-  });
+  };
+  const bool tiktoken = tiktoken_line(lines[0]);
+  std::vector<bool> named(static_cast<std::size_t>(vocab));
   for (std::size_t n = 0; n < lines.size(); ++n) {
     std::int64_t id = static_cast<std::int64_t>(n);
     std::string token = lines[n];
     if (tiktoken) {
+      HT_CHECK(tiktoken_line(lines[n]), "--vocab {}:{}: not a tiktoken line (BASE64 RANK) as the file's first line is", path, n + 1);
       const std::size_t space = lines[n].find(' ');
-      id = std::stoll(lines[n].substr(space + 1));
+      const std::string rank = lines[n].substr(space + 1);
+      HT_CHECK(rank.size() <= 18, "--vocab {}:{}: rank {} is outside the model's vocabulary of {}", path, n + 1, rank, vocab);
+      id = std::stoll(rank);
       token = base64_decode(std::string_view(lines[n]).substr(0, space), fmt::format("--vocab {}:{}", path, n + 1));
     }
     HT_CHECK(id < vocab, "--vocab {}:{}: token {} is outside the model's vocabulary of {}", path, n + 1, id, vocab);
     text[static_cast<std::size_t>(id)] = token;
+    named[static_cast<std::size_t>(id)] = true;
   }
+  // A file that names fewer ids than the model has (special tokens, such as GPT-2's
+  // <|endoftext|>, have no text in tiktoken's files): said, not silent.
+  const auto count = std::count(named.begin(), named.end(), true);
+  if (count < vocab)
+    fmt::print(stderr, "halftape: note: --vocab {} names {} of the model's {} ids; the others print as <|ID|>\n", path, count,
+               vocab);
   return text;
 }
 

@@ -25,6 +25,8 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
   const DataSplit data = load_data(config.data, config.synthetic, config.vocab_size);
   std::ostream* log = comm->rank() == 0 ? &std::cout : nullptr;
   Trainer trainer(config, *backend, *comm, data, log);
+  if (config.zero > 0 && comm->world_size() == 1 && log)
+    *log << fmt::format("note: --zero {} with one rank shards nothing (run under mpirun -np N to shard over N ranks)\n", config.zero);
   if (log) {
     const DType dtype = compute_dtype(config.precision);
     *log << fmt::format("halftape train | {} | GEMM {} | {} | {} | {} ({} parameters) | {} | world {}\n", backend->description(),

@@ -121,7 +121,19 @@ TrainConfig to_config(const TrainFlags& f) {
   c.bucket_bytes = static_cast<std::int64_t>(f.bucket_mb * (1 << 20));
   c.first_bucket_bytes = static_cast<std::int64_t>(f.first_bucket_mb * (1 << 20));
   c.allreduce_dtype = *parse_dtype(f.allreduce_dtype);
-  c.validate();
+  HT_CHECK(!f.dry_run || c.save_dir.empty(), "--dry-run saves nothing: leave out --save");
+  try {
+    c.validate();
+  } catch (const Error& e) {  // a value the --preset or the model's recipe chose: say so
+    std::string message = e.what();
+    std::vector<std::string> chosen;
+    for (const std::string& r : f.from_recipe)
+      if (message.find(r) != std::string::npos) chosen.push_back(r);
+    if (!chosen.empty())
+      message += fmt::format(" ({} from {})", fmt::join(chosen, ", "),
+                             c.model.preset.empty() ? fmt::format("--model {}'s recipe", c.model.kind) : "--preset " + c.model.preset);
+    fail(message);
+  }
   return c;
 }
 

@@ -162,7 +162,7 @@ void check_save_directory(const std::string& root, int rank, ExistingRun existin
   if (existing_run == ExistingRun::refuse)
     for (const auto& entry : fs::directory_iterator(root, ec)) {
       const std::string name = entry.path().filename().string();
-      HT_CHECK(name != "latest" && name.rfind("step-", 0) != 0,
+      HT_CHECK(name != "latest" && step_of_dir_name(name) < 0,
                "--save {}: it holds another run's checkpoints ({}), which this run would rotate away; continue that run with "
                "--resume {}, save elsewhere, or give --overwrite", root, name, root);
     }
@@ -296,6 +296,8 @@ CheckpointState read_checkpoint(const std::string& path) {
   HT_CHECK(fs::is_directory(dir), "{}: no checkpoint here (no such directory)", dir.string());
   if (!fs::exists(dir / "manifest.json")) {
     HT_CHECK(fs::exists(dir / "latest"), "{}: not a checkpoint (no manifest.json) nor a --save directory (no latest)", path);
+    HT_CHECK(fs::is_regular_file(dir / "latest"), "{}/latest: not a file (halftape writes a file naming the newest checkpoint "
+             "there)", path);
     const std::string name = latest_name(dir);
     HT_CHECK(step_of_dir_name(name) >= 0, "{}/latest: does not name a checkpoint ('{}')", path, name);
     dir /= name;
@@ -350,6 +352,10 @@ CheckpointState read_checkpoint(const std::string& path) {
     if (key != "format" && key != "step") s.model_metadata[key] = value;
   const int world_size = manifest.contains("world_size") ? field<int>(manifest, "world_size", mwhat) : 1;
   HT_CHECK(world_size >= 1 && world_size <= (1 << 20), "{}: field 'world_size' is {}", mwhat, world_size);
+  std::int64_t rank_files = 0;
+  for (const auto& [name, entry] : manifest["files"].items()) rank_files += name.rfind("rank-", 0) == 0;
+  HT_CHECK(rank_files == world_size, "{}: field 'world_size' is {}, but it lists {} rank files: the manifest was edited", mwhat,
+           world_size, rank_files);
   for (int r = 0; r < world_size; ++r) {
     const std::string name = fmt::format("rank-{}.json", r);
     HT_CHECK(contents.count(name), "{}: field 'files.{}' is missing", mwhat, name);
@@ -361,6 +367,10 @@ CheckpointState read_checkpoint(const std::string& path) {
   }
   const std::string meta_what = state_path + " __metadata__.halftape";
   s.step = field<std::int64_t>(meta, "step", meta_what);
+  // The manifest's own fields, held to what the CRC-checked files say: an edit is an error.
+  const std::int64_t manifest_step = field<std::int64_t>(manifest, "step", mwhat);
+  HT_CHECK(manifest_step == s.step, "{}: field 'step' is {}, but the training state (CRC-checked) is of step {}: the manifest "
+           "was edited", mwhat, manifest_step, s.step);
   s.config = field<nlohmann::json>(meta, "config", meta_what);
   const auto scaler = field<nlohmann::json>(meta, "scaler", meta_what);
   const std::string scaler_what = meta_what + ".scaler";

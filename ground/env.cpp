@@ -2,9 +2,13 @@
 
 #include "ground/error.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 namespace ht {
 
@@ -48,8 +52,46 @@ std::optional<std::string> checked(const EnvVar& e) {
 
 std::optional<std::string> env_value(const char* name) { return checked(find(name)); }
 
+// The scripts' own variables (scripts/*.sh): halftape inherits them and leaves them alone.
+constexpr const char* kScriptVars[] = {"HALFTAPE_JOBS", "HALFTAPE_NO_SANITIZE", "HALFTAPE_FUZZ_BUILD", "HALFTAPE_TESTS",
+                                       "HALFTAPE_CCACHE"};
+
+namespace {
+
+// Levenshtein distance, for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 void check_environment() {
   for (const EnvVar& e : kVars) checked(e);
+  // A misspelt variable is not ignored without a word.
+  for (char** v = environ; *v; ++v) {
+    const std::string_view entry(*v), name = entry.substr(0, entry.find('='));
+    if (!name.starts_with("HALFTAPE_")) continue;
+    const auto known = [&](const char* n) { return name == n; };
+    if (std::any_of(std::begin(kVars), std::end(kVars), [&](const EnvVar& e) { return known(e.name); }) ||
+        std::any_of(std::begin(kScriptVars), std::end(kScriptVars), known))
+      continue;
+    const EnvVar* nearest = &kVars[0];
+    for (const EnvVar& e : kVars)
+      if (distance(name, e.name) < distance(name, nearest->name)) nearest = &e;
+    fail(fmt::format("{}: not a variable halftape reads{} (ground/env.h lists them)", name,
+                     distance(name, nearest->name) <= 3 ? fmt::format("; did you mean {}?", nearest->name) : ""));
+  }
 }
 
 }  // namespace ht

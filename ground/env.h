@@ -5,6 +5,9 @@
 //   HALFTAPE_SIMT_ARCH     sm_80 | sm_90  the GPU the emulator presents (default sm_80)
 //   HALFTAPE_SIMT_SCHEDULE forward | reverse | shuffle  the emulator's order of warps
 //   HALFTAPE_SIMT_THREADS  1..256       the emulator's worker threads (default: all cores)
+//   HALFTAPE_SIMT_SMS      1..1024      the SM count the emulator reports (default: its threads)
+// Any other HALFTAPE_* variable is an error naming the nearest known one (a misspelling is
+// never silently ignored), except the scripts' own (HALFTAPE_JOBS, HALFTAPE_NO_SANITIZE, ...).
 #pragma once
 
 #include <optional>
@@ -16,7 +19,8 @@ namespace ht {
 // variable, the value and what it takes); nullopt when unset. NAME must be in the table.
 std::optional<std::string> env_value(const char* name);
 
-// Checks every variable in the table that is set; throws Error for the first bad one.
+// Checks every variable in the table that is set, and that no other HALFTAPE_* variable is;
+// throws Error for the first bad one.
 void check_environment();
 
 }  // namespace ht

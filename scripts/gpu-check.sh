@@ -28,8 +28,8 @@
 # Output in $OUT (or ./gpu-report): gpu-report.md, log.txt, bench.json, bench-nccl.json,
 # pytorch.json, pytorch-compile.json, metrics JSONL, plots.
 #
-# Test hooks (tests/gpu_check.sh): HALFTAPE_GPU_CHECK_FAKE_GPU=1 goes on past a failed start, so
-# that the steps run (and fail) without a GPU; HALFTAPE_GPU_CHECK_SLOW=NAME makes the step of
+# Test hooks (tests/gpu_check.sh): GPU_CHECK_FAKE_GPU=1 goes on past a failed start, so
+# that the steps run (and fail) without a GPU; GPU_CHECK_SLOW=NAME makes the step of
 # that name sleep past any limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -157,7 +157,7 @@ run() {
   local left=$((deadline - SECONDS))
   if ((left < 3)); then record "$name" "not run (budget spent)" 0; return 1; fi
   ((limit > left)) && limit=$left
-  [[ -n ${HALFTAPE_GPU_CHECK_SLOW:-} && $name == "$HALFTAPE_GPU_CHECK_SLOW" ]] && set -- sleep 100000
+  [[ -n ${GPU_CHECK_SLOW:-} && $name == "$GPU_CHECK_SLOW" ]] && set -- sleep 100000
   say
   say "== $name (limit $limit s, at $((SECONDS - started)) s)"
   say "\$ $*"
@@ -228,8 +228,8 @@ else
   record "every library resolves" ok 0
 fi
 if ! run "halftape starts on the GPU (and the wgmma self-check passes)" 60 "${ht_env[@]}" "$bin" train --device cuda --data synthetic --steps 1 --log-every 1 --no-progress; then
-  if [[ ${HALFTAPE_GPU_CHECK_FAKE_GPU:-} == 1 ]]; then
-    notes+=("HALFTAPE_GPU_CHECK_FAKE_GPU=1: the steps below ran although halftape could not use a GPU (a test of this script)")
+  if [[ ${GPU_CHECK_FAKE_GPU:-} == 1 ]]; then
+    notes+=("GPU_CHECK_FAKE_GPU=1: the steps below ran although halftape could not use a GPU (a test of this script)")
   else
     gpu_usable=0
     notes+=("halftape could not use a GPU here: the GPU steps were not run (log.txt has its error)")

@@ -39,7 +39,7 @@ grep -q '^| gemm_' "$report" || fail "the modelled kernels' table is missing"
 budget=20
 t0=$SECONDS
 rc=0
-HALFTAPE_GPU_CHECK_FAKE_GPU=1 HALFTAPE_GPU_CHECK_SLOW="halftape profile --gpu h100 (MODELLED, on the emulator)" \
+GPU_CHECK_FAKE_GPU=1 GPU_CHECK_SLOW="halftape profile --gpu h100 (MODELLED, on the emulator)" \
   OUT=$work/b scripts/gpu-check.sh --budget $budget --build "$build" >"$work/b.out" 2>&1 || rc=$?
 took=$((SECONDS - t0))
 report=$work/b/gpu-report.md
@@ -51,5 +51,5 @@ grep -q '^| halftape profile --gpu h100 (MODELLED, on the emulator) | TIMEOUT (s
   fail "the slow step is not listed as stopped"
 grep -q '^| halftape bench all --device cuda | not run (budget spent) | 0 |' "$report" ||
   fail "a step after the deadline is not listed as not run"
-grep -q 'HALFTAPE_GPU_CHECK_FAKE_GPU=1' "$report" || fail "the report does not say the GPU steps ran without a GPU"
+grep -q 'GPU_CHECK_FAKE_GPU=1' "$report" || fail "the report does not say the GPU steps ran without a GPU"
 echo "gpu_check.sh: without a GPU: exit $rc, report complete; a hung step stopped at the deadline ($took s on a budget of $budget s)"

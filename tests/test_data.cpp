@@ -337,7 +337,7 @@ TEST_CASE("tokens: llm.c's shards by glob, in name order, TRAIN,VAL files, TRAIN
   CHECK_THROWS_WITH(load_data("tokens:" + glob + "," + val, {}), Catch::Contains("shard_train_000003.bin") && Catch::Contains("odd number"));
 }
 
-TEST_CASE("tokens: mapped shards stream - the batches read them in place, never the whole split", "[data]") {
+TEST_CASE("tokens: sharded files stream - the batches read them in place, never the whole split", "[data]") {
   // A split of 3 shards (one llm.c, two nanoGPT), 600,000 ids in all, against the same ids in memory.
   TempDir dir;
   std::vector<std::int32_t> ids;
@@ -349,20 +349,20 @@ TEST_CASE("tokens: mapped shards stream - the batches read them in place, never 
     dir.write(fmt::format("train_{}.bin", s), s == 1 ? llmc_tokens(shard) : nanogpt_tokens(shard));
   }
   dir.write("val.bin", nanogpt_tokens({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
-  const DataSplit mapped = load_data("tokens:" + (dir.path / "train_*.bin").string() + "," + (dir.path / "val.bin").string(), {});
-  DataSplit held = mapped;
+  const DataSplit sharded = load_data("tokens:" + (dir.path / "train_*.bin").string() + "," + (dir.path / "val.bin").string(), {});
+  DataSplit held = sharded;
   held.text.train = TokenSequence(ids);
   // Slices and reads across the shards' seams.
-  const TokenSequence mid = mapped.text.train.slice(199990, 200020);
+  const TokenSequence mid = sharded.text.train.slice(199990, 200020);
   CHECK(mid.all() == std::vector<std::int32_t>(ids.begin() + 199990, ids.begin() + 400010));
   std::vector<std::int32_t> across(30);
-  mapped.text.train.read(399985, 30, across.data());
+  sharded.text.train.read(399985, 30, across.data());
   CHECK(across == std::vector<std::int32_t>(ids.begin() + 399985, ids.begin() + 400015));
 
   auto cpu = make_cpu_backend();
   const BatchConfig c{.batch_size = 4, .accum_steps = 3, .sequence_length = 64, .seed = 9, .shuffle = true};
   const std::size_t before = cpu->memory_stats().in_use;
-  auto from_maps = make_training_batches(*cpu, mapped, c);
+  auto from_maps = make_training_batches(*cpu, sharded, c);
   // On the device: the step's windows (3 micro-batches of 4 × 64 inputs and targets), not 2.4 MB of ids.
   CHECK(cpu->memory_stats().in_use - before <= 2 * 3 * 4 * 64 * sizeof(std::int32_t) + 4096);
   auto from_memory = make_training_batches(*cpu, held, c);

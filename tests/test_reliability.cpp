@@ -278,11 +278,13 @@ TEST_CASE("rotation: --keep rotates out only halftape's own step directories, ne
   CHECK(fs::exists(root / "step-00000040"));
   CHECK(!fs::exists(root / "step-00000010"));
   CHECK(!fs::exists(root / "step-00000020"));
-  // A shorter run into the same directory: its checkpoint is the one latest names, and it stays.
+  // A shorter run into the same directory (told to, with --overwrite: a fresh run is refused
+  // there): its checkpoint is the one latest names, and it stays.
   TrainConfig short_run = small_config(Precision::fp16);
   short_run.steps = 5;
   short_run.save_dir = root.string();
   short_run.keep = 2;
+  short_run.overwrite = true;
   train_in_process(short_run);
   CHECK(fs::exists(root / "step-00000005"));
   CHECK(read_checkpoint(root.string()).step == 5);
@@ -385,6 +387,17 @@ TEST_CASE("checkpoints holding non-finite weights, moments or loss scale are ref
     m["files"][".."] = {{"bytes", 1}, {"crc32", 0}};
     std::ofstream(dir / "manifest.json", std::ios::trunc) << m.dump(2);
     CHECK_THROWS_WITH(read_checkpoint(dir.string()), Catch::Contains("lists '..', which is not a file name of a checkpoint"));
+  }
+  SECTION("a manifest whose step or world size was edited") {
+    for (const char* key : {"step", "world_size"}) {
+      const fs::path dir = broken(std::string("manifest-") + key);
+      std::ifstream in(dir / "manifest.json");
+      nlohmann::json m = nlohmann::json::parse(in);
+      m[key] = m[key].get<std::int64_t>() + 1;
+      std::ofstream(dir / "manifest.json", std::ios::trunc) << m.dump(2);
+      CHECK_THROWS_WITH(read_checkpoint(dir.string()), Catch::Contains(fmt::format("field '{}' is ", key)) &&
+                                                           Catch::Contains("the manifest was edited"));
+    }
   }
   SECTION("a directory that is neither a checkpoint nor a --save directory") {
     const fs::path dir = root / "empty";

@@ -26,8 +26,11 @@ std::string MemoryAccount::describe() const {
   if (measured_step)
     line += fmt::format(" + activations kept for backward {} + workspace {} | allocator cache {}", mib(activations),
                         mib(workspace), mib(cache));
-  return line + fmt::format(" | {:.1f} bytes a parameter of state ({} parameters)",
-                            parameters ? static_cast<double>(state()) / static_cast<double>(parameters) : 0.0, parameters);
+  return line + fmt::format(" | {:.1f} bytes a parameter of state ({} parameters{})",
+                            parameters ? static_cast<double>(state()) / static_cast<double>(parameters) : 0.0, parameters,
+                            numel && numel != parameters
+                                ? fmt::format(" in the arena: the model's {} and each tensor's padding to 128 elements", numel)
+                                : "");
 }
 
 nlohmann::json MemoryAccount::to_json() const {

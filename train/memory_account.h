@@ -46,7 +46,8 @@ struct StateFormula {
 StateFormula state_formula(Precision precision, const OptimizerConfig& optimizer);
 
 struct MemoryAccount {
-  std::int64_t parameters = 0;  // arena elements
+  std::int64_t parameters = 0;  // arena elements (each tensor padded to the arena's alignment)
+  std::int64_t numel = 0;       // the parameters themselves, padding excluded (the banner's count)
   std::size_t data = 0, master = 0, working = 0, gradients = 0, optimizer = 0, rounding = 0, other = 0;
   std::size_t activations = 0, workspace = 0, cache = 0;
   bool measured_step = false;   // activations/workspace/cache come from a step that ran

@@ -237,8 +237,9 @@ void StepLog::eval(const EvalSummary& e) {
     metrics_->write_line(j.dump());
     metrics_->flush();
   }
-  message(fmt::format("eval  epoch {} (step {}) | train loss {:.4f} | {} loss {:.4f} | {} accuracy {:.2f}%", e.epoch, e.step,
-                      e.train_loss, e.split, e.loss, e.split, 100.0 * e.accuracy));
+  message(fmt::format("eval  epoch {} (step {}) | train loss {} | {} loss {:.4f} | {} accuracy {:.2f}%", e.epoch, e.step,
+                      e.train_steps ? fmt::format("{:.4f}", e.train_loss) : "- (no step ran)", e.split, e.loss, e.split,
+                      100.0 * e.accuracy));
 }
 
 }  // namespace ht

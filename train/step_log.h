@@ -36,6 +36,7 @@ struct EvalSummary {
   double loss = 0;          // on the evaluation split
   double accuracy = 0;      // fraction in [0, 1] (a language model: of next tokens)
   std::string split;        // "test" or "val": the metrics say test_loss or val_loss
+  std::int64_t train_steps = 0;  // the steps train_loss averages: 0 when none ran since (--steps 0, a resume at its end)
 };
 
 struct StepLogConfig {

@@ -143,6 +143,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, Communicator& comm
 void Trainer::measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes) {
   MemoryAccount& m = memory_;
   m.parameters = params_.size();
+  m.numel = params_.numel();
   m.data = data_bytes;
   std::vector<Tensor> state = {params_.master(), params_.grads()};
   if (params_.has_separate_working_copy()) state.push_back(params_.working());
@@ -432,7 +433,7 @@ TrainSummary Trainer::run() {
     log_->drain();
     const EvalResult r = evaluate();
     EvalSummary e{(step + steps_per_epoch_ - 1) / steps_per_epoch_, step, log_->mean_loss(last_eval, step), r.loss, r.accuracy,
-                  eval_split_};
+                  eval_split_, step - last_eval};
     log_->eval(e);
     summary.evals.push_back(e);
     last_eval = step;

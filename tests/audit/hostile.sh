@@ -79,4 +79,43 @@ expect "...continued with --resume" 60 0 "saved" "${gpt[@]}" --data "tokens:$wor
   --resume "$work/run"
 expect "...or replaced with --overwrite" 60 0 "saved" "$bin" train --model mlp --data synthetic --steps 3 --save "$work/run" \
   --device cpu --overwrite
+
+# 7. A manifest's step edited: refused (held to the CRC-checked training state).
+cp -r "$work/run" "$work/edited"
+sed -i 's/"step": 3/"step": 9/' "$work/edited/step-00000003/manifest.json"
+expect "a manifest whose step was edited" 30 nonzero "manifest.json: field 'step' is 9, but the training state \(CRC-checked\) is of step 3" \
+  "$bin" train --model mlp --data synthetic --steps 5 --device cpu --resume "$work/edited"
+
+# 8. The right cause: latest as a directory, --vocab a directory or a file of mixed formats.
+mkdir -p "$work/dirlatest/latest"
+expect "latest as a directory" 30 nonzero "dirlatest/latest: not a file" "$bin" sample --device cpu --resume "$work/dirlatest"
+expect "sample --vocab a directory" 30 nonzero "--vocab /tmp: a directory, not a vocabulary file" \
+  "$bin" sample --device cpu --resume "$work/t1/ck" --prompt-ids 65 --tokens 2 --vocab /tmp
+printf 'QQ== 65\nnot base64 at all\n' >"$work/mixed.tiktoken"
+expect "sample --vocab with a line not in the file's format" 30 nonzero "mixed.tiktoken:2: not a tiktoken line" \
+  "$bin" sample --device cpu --resume "$work/t1/ck" --prompt-ids 65 --tokens 2 --vocab "$work/mixed.tiktoken"
+printf 'QQ== 65\n' >"$work/short.tiktoken"
+expect "sample --vocab naming fewer ids than the model has: said" 30 0 "note: --vocab .*short.tiktoken names 1 of the model's 257 ids" \
+  "$bin" sample --device cpu --resume "$work/t1/ck" --prompt-ids 65 --tokens 2 --vocab "$work/short.tiktoken"
+
+# 9. Flags that would do nothing: refused.
+expect "--dry-run --save" 30 nonzero "^halftape: error: --dry-run saves nothing: leave out --save" \
+  "$bin" train --model mlp --data synthetic --dry-run --save "$work/dry" --device cpu
+[[ ! -e $work/dry ]] || { echo "FAIL --dry-run --save created $work/dry"; failures=$((failures + 1)); }
+
+# 11. The banner's parameter count and the memory line's agree (the arena's padding named).
+expect "the memory line names the model's parameters" 30 0 "\(22400 parameters in the arena: the model's 21504 and each tensor's padding" \
+  "${gpt[@]}" --data "tokens:$work/t1" --vocab-size 257 --steps 1
+grep -q "(21504 parameters)" "$out" || { echo "FAIL the banner's count"; failures=$((failures + 1)); }
+
+# 12. --zero with one rank, a resume that runs no step, a preset's value, a flag given twice.
+expect "--zero 2 with one rank: said" 30 0 "note: --zero 2 with one rank shards nothing" \
+  "$bin" train --model mlp --data synthetic --steps 1 --zero 2 --device cpu
+expect "a GPT run to resume" 60 0 "saved" "${gpt[@]}" --data "tokens:$work/t1" --vocab-size 257 --steps 2 --save "$work/run-gpt"
+expect "a resume at its last step" 30 0 "train loss - \(no step ran\)" "${gpt[@]}" --data "tokens:$work/t1" --vocab-size 257 \
+  --steps 2 --resume "$work/run-gpt"
+expect "a preset's value in an error" 30 nonzero "--n-embd 32 is not divisible by --n-head 12 \(--n-head 12 from --preset gpt2\)" \
+  "$bin" train --model gpt --preset gpt2 --n-embd 32 --steps 1 --device cpu
+expect "a flag given twice" 30 2 "^halftape: error: --steps is given 2 times; give it once" \
+  "$bin" train --steps 1 --steps 2 --data synthetic
 finish

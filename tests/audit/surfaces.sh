@@ -50,5 +50,8 @@ expect "HALFTAPE_SIMT_THREADS=0" 30 2 "HALFTAPE_SIMT_THREADS='0': takes a thread
 expect "HALFTAPE_SIMT_THREADS=4x" 30 2 "HALFTAPE_SIMT_THREADS='4x'" env HALFTAPE_SIMT_THREADS=4x "${train[@]}"
 expect "HALFTAPE_SIMT_SCHEDULE=sideways" 30 2 "HALFTAPE_SIMT_SCHEDULE='sideways': takes forward, reverse or shuffle" \
   env HALFTAPE_SIMT_SCHEDULE=sideways "${train[@]}"
+expect "a misspelt HALFTAPE_SIMT_THREAD=4" 30 2 "^halftape: error: HALFTAPE_SIMT_THREAD: not a variable halftape reads; did you mean HALFTAPE_SIMT_THREADS\?" \
+  env HALFTAPE_SIMT_THREAD=4 "${train[@]}"
+expect "a script's own variable (HALFTAPE_JOBS) is left alone" 60 0 "done: 1 steps" env HALFTAPE_JOBS=2 "${train[@]}"
 expect "HALFTAPE_SIMT_ARCH=sm_70" 30 2 "HALFTAPE_SIMT_ARCH='sm_70': takes sm_80 or sm_90" env HALFTAPE_SIMT_ARCH=sm_70 "$bin" bench memory --device cpu --quick
 finish
