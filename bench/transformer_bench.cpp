@@ -44,7 +44,8 @@ void bench_transformer(Harness& h) {
   const Tensor x = b.zeros(Shape{rows, C}, DType::f32), dx = b.zeros(Shape{rows, C}, DType::f32);
   {
     const Timing t = h.time([&] {
-      b.embedding({tokens.data_as<std::int32_t>(), rows, T, C, wte.data_as<float>(), wpe.data_as<float>(), x.data_as<float>()});
+      b.embedding({tokens.data_as<std::int32_t>(), rows, T, C, wte.data_as<float>(), wpe.data_as<float>(), x.data_as<float>(),
+                   wte.shape()[0]});
     });
     h.add(result("embedding fwd fp32", "memory", shape, n * 4 * 3 + static_cast<double>(rows) * 4, 0, t));
     const Tensor scratch = b.empty(Shape{embedding_scratch_ints(rows, V)}, DType::i32);

@@ -97,7 +97,8 @@ Var embedding(OpContext& ctx, const Tensor& tokens, int wte, int wpe) {
   HT_CHECK(T <= pe.shape()[0], "embedding: a sequence of {} tokens is longer than the {} positions the model has", T,
            pe.shape()[0]);
   const Tensor y = backend.empty(Shape{B * T, C}, DType::f32);
-  backend.embedding({tokens.data_as<std::int32_t>(), B * T, T, C, te.data_as<float>(), pe.data_as<float>(), y.data_as<float>()});
+  backend.embedding({tokens.data_as<std::int32_t>(), B * T, T, C, te.data_as<float>(), pe.data_as<float>(), y.data_as<float>(),
+                     te.shape()[0]});
   Var result = make_var(y, ctx.tape != nullptr);
   if (!ctx.tape) return result;
   Tape& tape = *ctx.tape;

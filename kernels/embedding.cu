@@ -13,16 +13,21 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kSortBlock = 1024;  // positions sorted per chunk (one per thread)
 
-// tokens: (rows) i32, wte: (V, C), wpe: (T, C) fp32 -> out: (rows, C) fp32
+// tokens: (rows) i32, wte: (V, C), wpe: (T, C) fp32 -> out: (rows, C) fp32; a token outside
+// [0, V) gives a NaN row, never an index.
 __global__ void __launch_bounds__(kBlock) embedding_kernel(const std::int32_t* __restrict__ tokens, std::int64_t rows,
-                                                           std::int64_t seq, std::int64_t channels, const float* __restrict__ wte,
-                                                           const float* __restrict__ wpe, float* __restrict__ out) {
+                                                           std::int64_t seq, std::int64_t channels, std::int64_t vocab,
+                                                           const float* __restrict__ wte, const float* __restrict__ wpe,
+                                                           float* __restrict__ out) {
   const std::int64_t n = rows * channels;
   for (std::int64_t i = std::int64_t{blockIdx.x} * kBlock + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * kBlock) {
-    const std::int64_t r = i / channels, c = i % channels;
-    out[i] = wte[std::int64_t{tokens[r]} * channels + c] + wpe[(r % seq) * channels + c];
+    const std::int64_t r = i / channels, c = i % channels, id = tokens[r];
+    out[i] = id >= 0 && id < vocab ? wte[id * channels + c] + wpe[(r % seq) * channels + c] : NAN;
   }
 }
+
+// The sort's bucket of a token: itself, or `vocab` for an id outside the vocabulary (no gradient).
+__device__ __forceinline__ std::int64_t bucket(std::int32_t id, std::int64_t vocab) { return id >= 0 && id < vocab ? id : vocab; }
 
 // Inclusive scan (op: sum or max) over the block's threads; every thread gets its prefix.
 // Contains barriers: call it from all threads of the block.
@@ -39,8 +44,8 @@ template <bool kMax> __device__ __forceinline__ int block_scan(int x, int* buffe
   return buffer[t];
 }
 
-// One block: tokens (rows) -> order (rows): the positions, stably sorted by token;
-// start (vocab + 1): where each token's positions begin in order; cursor (vocab + 1): scratch.
+// One block: tokens (rows) -> order (rows): the positions, stably sorted by token (bucket);
+// start (vocab + 2): where each bucket's positions begin in order; cursor (vocab + 2): scratch.
 __global__ void __launch_bounds__(kSortBlock) embedding_sort_kernel(const std::int32_t* __restrict__ tokens, std::int64_t rows,
                                                                     std::int64_t vocab, std::int32_t* __restrict__ order,
                                                                     std::int32_t* __restrict__ start,
@@ -48,18 +53,19 @@ __global__ void __launch_bounds__(kSortBlock) embedding_sort_kernel(const std::i
   __shared__ int scan[kSortBlock];
   __shared__ unsigned keys[kSortBlock];
   const int t = threadIdx.x;
+  const std::int64_t last = vocab + 1;  // start[0..last]: the vocabulary's buckets and the bad ids'
   // Counts: start[v + 1] = how many positions hold token v (integer atomics: exact).
-  for (std::int64_t v = t; v <= vocab; v += kSortBlock) start[v] = 0;
+  for (std::int64_t v = t; v <= last; v += kSortBlock) start[v] = 0;
   __syncthreads();
-  for (std::int64_t r = t; r < rows; r += kSortBlock) atomicAdd(&start[tokens[r] + 1], 1);
+  for (std::int64_t r = t; r < rows; r += kSortBlock) atomicAdd(&start[bucket(tokens[r], vocab) + 1], 1);
   __syncthreads();
   // Prefix sums, a block-wide chunk at a time.
   int carry = 0;
-  for (std::int64_t base = 0; base <= vocab; base += kSortBlock) {
+  for (std::int64_t base = 0; base <= last; base += kSortBlock) {
     const std::int64_t v = base + t;
-    const int x = v <= vocab ? start[v] : 0;
+    const int x = v <= last ? start[v] : 0;
     const int prefix = block_scan<false>(x, scan) + carry;
-    if (v <= vocab) start[v] = prefix, cursor[v] = prefix;
+    if (v <= last) start[v] = prefix, cursor[v] = prefix;
     carry = scan[kSortBlock - 1] + carry;
     __syncthreads();
   }
@@ -67,7 +73,7 @@ __global__ void __launch_bounds__(kSortBlock) embedding_sort_kernel(const std::i
   // among its token's in the chunk is its distance from the start of its run.
   for (std::int64_t base = 0; base < rows; base += kSortBlock) {
     const int n = static_cast<int>(rows - base < kSortBlock ? rows - base : kSortBlock);
-    keys[t] = t < n ? static_cast<unsigned>(tokens[base + t]) * kSortBlock + static_cast<unsigned>(t) : UINT_MAX;
+    keys[t] = t < n ? static_cast<unsigned>(bucket(tokens[base + t], vocab)) * kSortBlock + static_cast<unsigned>(t) : UINT_MAX;
     __syncthreads();
     for (int k = 2; k <= kSortBlock; k <<= 1)
       for (int j = k >> 1; j > 0; j >>= 1) {
@@ -122,7 +128,7 @@ __global__ void __launch_bounds__(kBlock) embedding_wpe_backward_kernel(const fl
 void launch_embedding(const EmbeddingArgs& a, const Stream& s) {
   if (a.rows * a.channels == 0) return;
   HT_LAUNCH(embedding_kernel, (LaunchConfig{grid_for(a.rows * a.channels, kBlock, s), kBlock}), s, a.tokens, a.rows, a.seq,
-            a.channels, a.wte, a.wpe, a.out);
+            a.channels, a.vocab, a.wte, a.wpe, a.out);
 }
 
 void launch_embedding_backward(const EmbeddingBackwardArgs& a, const Stream& s) {
@@ -131,7 +137,7 @@ void launch_embedding_backward(const EmbeddingBackwardArgs& a, const Stream& s) 
     ht::call_failed("launch_embedding_backward", "more than 2^22 tokens in the vocabulary or 2^31 rows", __FILE__, __LINE__);
   std::int32_t* order = a.scratch;
   std::int32_t* start = order + a.rows;
-  std::int32_t* cursor = start + a.vocab + 1;
+  std::int32_t* cursor = start + a.vocab + 2;
   HT_LAUNCH(embedding_sort_kernel, (LaunchConfig{1, kSortBlock}), s, a.tokens, a.rows, a.vocab, order, start, cursor);
   const unsigned channel_blocks = static_cast<unsigned>((a.channels + kBlock - 1) / kBlock);
   HT_LAUNCH(embedding_wte_backward_kernel, (LaunchConfig{dim3(static_cast<unsigned>(a.vocab), channel_blocks), kBlock}), s,

@@ -11,6 +11,9 @@
 
 namespace ht {
 
+// A token id outside [0, vocab) is never an index (as cross-entropy's labels): the kernels make its
+// row NaN in the forward, which the step's non-finite check reports, and give it no gradient; the
+// reference throws naming the row and the id. (The data readers refuse such ids first.)
 struct EmbeddingArgs {
   const std::int32_t* tokens = nullptr;  // (rows) i32, each in [0, vocab)
   std::int64_t rows = 0;                 // B·T
@@ -19,6 +22,7 @@ struct EmbeddingArgs {
   const float* wte = nullptr;            // (vocab, C) fp32
   const float* wpe = nullptr;            // (>= T, C) fp32
   float* out = nullptr;                  // (rows, C) fp32
+  std::int64_t vocab = 0;                // wte's rows
 };
 void embedding_ref(const EmbeddingArgs& a);
 
@@ -33,7 +37,8 @@ struct EmbeddingBackwardArgs {
 };
 void embedding_backward_ref(const EmbeddingBackwardArgs& a);
 
-// The sort's room: the positions in token order, each token's first position, a cursor each.
-constexpr std::int64_t embedding_scratch_ints(std::int64_t rows, std::int64_t vocab) { return rows + 2 * (vocab + 1); }
+// The sort's room: the positions in token order, each token's first position and a cursor, for
+// every token and one bucket more (the ids outside the vocabulary, which get no gradient).
+constexpr std::int64_t embedding_scratch_ints(std::int64_t rows, std::int64_t vocab) { return rows + 2 * (vocab + 2); }
 
 }  // namespace ht

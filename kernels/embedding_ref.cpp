@@ -1,10 +1,23 @@
 #include "kernels/embedding.h"
 
+#include "ground/error.h"
+
 #include <vector>
 
 namespace ht {
 
+namespace {
+
+void check_ids(const std::int32_t* tokens, std::int64_t rows, std::int64_t vocab) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    HT_CHECK(tokens[r] >= 0 && tokens[r] < vocab, "embedding: the token of row {} is {}, outside the {} ids [0, {})", r, tokens[r],
+             vocab, vocab);
+}
+
+}  // namespace
+
 void embedding_ref(const EmbeddingArgs& a) {
+  check_ids(a.tokens, a.rows, a.vocab);
   for (std::int64_t r = 0; r < a.rows; ++r) {
     const float* te = a.wte + static_cast<std::int64_t>(a.tokens[r]) * a.channels;
     const float* pe = a.wpe + (r % a.seq) * a.channels;
@@ -13,6 +26,7 @@ void embedding_ref(const EmbeddingArgs& a) {
 }
 
 void embedding_backward_ref(const EmbeddingBackwardArgs& a) {
+  check_ids(a.tokens, a.rows, a.vocab);
   // Positions sorted by token, stably (the order the GPU kernel sums in).
   std::vector<std::int64_t> start(static_cast<std::size_t>(a.vocab + 1), 0);
   for (std::int64_t r = 0; r < a.rows; ++r) ++start[static_cast<std::size_t>(a.tokens[r]) + 1];

@@ -6,7 +6,8 @@
 # build/, which scripts/build.sh makes) into .gpu-bundle/bundle.tar.gz (git-ignored).
 # scripts/gpu-check.sh on the GPU machine unpacks it. The binaries find the bundled libraries
 # through their RPATH ($ORIGIN/../lib, as DT_RPATH so that it also serves the libraries' own
-# dependencies); the CUDA libraries themselves (cuBLAS, NCCL) come from that machine.
+# dependencies) and the libraries each other through theirs ($ORIGIN, set with patchelf); the CUDA
+# libraries themselves (cuBLAS, NCCL) come from that machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${HALFTAPE_JOBS:-$(nproc)}
@@ -36,6 +37,9 @@ done | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] && continue
   cp -L "$path" "$stage/halftape/lib/$name"
 done
+# Each bundled library finds its own dependencies beside it (Debian's OpenMPI libraries carry a
+# RUNPATH of their own, which would otherwise send the loader to /usr/lib/.../openmpi/lib).
+for lib in "$stage"/halftape/lib/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
 # The modelled profile beside which gpu-check.sh sets the measured step: the emulator build's.
 [[ -x build/halftape ]] || scripts/build.sh
 for gpu in h100 h200 a100; do

@@ -24,7 +24,7 @@ packages=(
   libfmt-dev libcli11-dev catch2 nlohmann-json3-dev zlib1g-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libboost-context-dev
   dataset-fashion-mnist python3-matplotlib python3-numpy python3-jsonschema python3-torch python3-pip
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev patchelf
 )
 
 sudo_cmd=()

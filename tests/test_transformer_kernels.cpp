@@ -57,7 +57,7 @@ TEST_CASE("kernel embedding: forward and backward bit-exact against the referenc
 
     std::vector<float> out(static_cast<std::size_t>(rows * s.C)), dwte = dwte0, dwpe = dwpe0;
     std::vector<std::int32_t> scratch(static_cast<std::size_t>(embedding_scratch_ints(rows, s.V)));
-    embedding_ref({tokens.data(), rows, s.T, s.C, wte.data(), wpe.data(), out.data()});
+    embedding_ref({tokens.data(), rows, s.T, s.C, wte.data(), wpe.data(), out.data(), s.V});
     embedding_backward_ref({tokens.data(), rows, s.T, s.C, s.V, dout.data(), dwte.data(), dwpe.data(), scratch.data()});
     // The reference against FP64: the forward exactly, the sums to FP32 accumulation's bound.
     check_within(out, fp64::embedding(tokens, to_double(wte), to_double(wpe), s.T, s.C), 0, 1e-7, "forward vs FP64");
@@ -77,13 +77,51 @@ TEST_CASE("kernel embedding: forward and backward bit-exact against the referenc
       auto d_out = put_zeros<float>(*gpu, out.size());
       auto d_dwte = put(*gpu, dwte0), d_dwpe = put(*gpu, dwpe0);
       auto d_scratch = put_zeros<std::int32_t>(*gpu, scratch.size());
-      gpu->embedding({d_tokens.get(), rows, s.T, s.C, d_wte.get(), d_wpe.get(), d_out.get()});
+      gpu->embedding({d_tokens.get(), rows, s.T, s.C, d_wte.get(), d_wpe.get(), d_out.get(), s.V});
       gpu->embedding_backward({d_tokens.get(), rows, s.T, s.C, s.V, d_dout.get(), d_dwte.get(), d_dwpe.get(), d_scratch.get()});
       CHECK(get(*gpu, d_out) == out);
       // The same order of additions: the same bits (a GPU's FP32 additions round as the CPU's).
       CHECK(get(*gpu, d_dwte) == dwte);
       CHECK(get(*gpu, d_dwpe) == dwpe);
     }
+  }
+}
+
+TEST_CASE("kernel embedding: an id outside the vocabulary is never an index - a NaN row, no gradient; the reference refuses it",
+          "[kernels][gpt]") {
+  const std::int64_t B = 2, T = 3, C = 5, V = 7, rows = B * T;
+  const std::vector<std::int32_t> tokens = {1, -1, 3, 7, 65535, 1};  // rows 1, 3 and 4 are bad
+  const std::vector<std::int32_t> good = {1, 0, 3, 0, 0, 1};        // the same rows, the bad ones set to 0
+  const std::vector<float> wte = random_floats(static_cast<std::size_t>(V * C), 1), wpe = random_floats(static_cast<std::size_t>(T * C), 2);
+  const std::vector<float> dout = random_floats(static_cast<std::size_t>(rows * C), 3);
+  std::vector<float> out(static_cast<std::size_t>(rows * C));
+  std::vector<std::int32_t> scratch(static_cast<std::size_t>(embedding_scratch_ints(rows, V)));
+  CHECK_THROWS_WITH(embedding_ref({tokens.data(), rows, T, C, wte.data(), wpe.data(), out.data(), V}),
+                    Catch::Contains("the token of row 1 is -1, outside the 7 ids"));
+  // What the kernels must give: the good rows' embeddings, and the gradient of the good rows alone.
+  embedding_ref({good.data(), rows, T, C, wte.data(), wpe.data(), out.data(), V});
+  std::vector<float> masked = dout;
+  for (std::int64_t r : {1, 3, 4})
+    for (std::int64_t c = 0; c < C; ++c) masked[static_cast<std::size_t>(r * C + c)] = 0;
+  std::vector<float> want_dwte(wte.size()), dwpe(wpe.size());
+  embedding_backward_ref({good.data(), rows, T, C, V, masked.data(), want_dwte.data(), dwpe.data(), scratch.data()});
+  for (auto& gpu : gpu_backends()) {
+    INFO(device_name(gpu->device()));
+    const auto d_tokens = put(*gpu, tokens);
+    const auto d_wte = put(*gpu, wte), d_wpe = put(*gpu, wpe), d_dout = put(*gpu, dout);
+    auto d_out = put_zeros<float>(*gpu, out.size());
+    auto d_dwte = put_zeros<float>(*gpu, wte.size()), d_dwpe = put_zeros<float>(*gpu, wpe.size());
+    auto d_scratch = put_zeros<std::int32_t>(*gpu, scratch.size());
+    gpu->embedding({d_tokens.get(), rows, T, C, d_wte.get(), d_wpe.get(), d_out.get(), V});
+    gpu->embedding_backward({d_tokens.get(), rows, T, C, V, d_dout.get(), d_dwte.get(), d_dwpe.get(), d_scratch.get()});
+    const std::vector<float> got = get(*gpu, d_out), dwte = get(*gpu, d_dwte);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < C; ++c) {
+        const std::size_t i = static_cast<std::size_t>(r * C + c);
+        if (r == 1 || r == 3 || r == 4) CHECK(std::isnan(got[i]));
+        else CHECK(got[i] == out[i]);
+      }
+    CHECK(dwte == want_dwte);  // the bad rows add nothing anywhere (token 0, which stood in for them, took zeros)
   }
 }
 
