@@ -24,6 +24,15 @@ void widen_head(const void* data, std::int64_t b, std::int64_t S, std::int64_t w
   for (std::int64_t t = 0; t < S; ++t) cpu::load_n(src + t * width, &out[static_cast<std::size_t>(t * D)], D);
 }
 
+// Head h of batch b's q, k and v, each widened to (T, D) fp32, from qkv (B, T, 3C).
+template <class T>
+void widen_qkv(const void* qkv, std::int64_t b, std::int64_t S, std::int64_t C, std::int64_t h, std::int64_t D, Floats& q, Floats& k,
+               Floats& v) {
+  widen_head<T>(qkv, b, S, 3 * C, h * D, D, q);
+  widen_head<T>(qkv, b, S, 3 * C, C + h * D, D, k);
+  widen_head<T>(qkv, b, S, 3 * C, 2 * C + h * D, D, v);
+}
+
 // The step a dropout mask is keyed by (0 without dropout).
 std::int64_t dropout_step(const AttentionDropout& d) { return d.p > 0 ? steps_done(*d.state) + 1 : 0; }
 
@@ -46,9 +55,7 @@ void attention_ref(const AttentionArgs& a) {
     const float keep_scale = 1.0f / (1.0f - a.dropout.p);
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
-        widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
-        widen_head<T>(a.qkv, b, S, 3 * C, C + h * D, D, k);
-        widen_head<T>(a.qkv, b, S, 3 * C, 2 * C + h * D, D, v);
+        widen_qkv<T>(a.qkv, b, S, C, h, D, q, k, v);
         gemm(false, true, S, S, D, a.scale, q.data(), k.data(), scores.data());  // s = scale·Q·Kᵀ
         for (std::int64_t i = 0; i < S; ++i) {
           float* s = &scores[static_cast<std::size_t>(i * S)];
@@ -88,9 +95,7 @@ void attention_backward_ref(const AttentionBackwardArgs& a) {
     const float keep_scale = 1.0f / (1.0f - a.dropout.p);
     for (std::int64_t b = 0; b < a.batch; ++b)
       for (std::int64_t h = 0; h < a.heads; ++h) {
-        widen_head<T>(a.qkv, b, S, 3 * C, h * D, D, q);
-        widen_head<T>(a.qkv, b, S, 3 * C, C + h * D, D, k);
-        widen_head<T>(a.qkv, b, S, 3 * C, 2 * C + h * D, D, v);
+        widen_qkv<T>(a.qkv, b, S, C, h, D, q, k, v);
         widen_head<T>(a.out, b, S, C, h * D, D, o);
         widen_head<T>(a.dout, b, S, C, h * D, D, dout);
         const float* lse = a.lse + (b * a.heads + h) * S;

@@ -63,19 +63,19 @@ plant kernels/cross_entropy.cu 's/(kPacked ? label \/ kPack : label) % 32/label 
 plant kernels/gemm_tiled.cu '0,/    __syncthreads();/s///' "kernel gemm*" "gemm_tiled: __syncthreads() after the tile loads removed"
 plant kernels/grad_stats.cu 's/for (std::int64_t i = chunk.begin + threadIdx.x; i < chunk.end;/for (std::int64_t i = chunk.begin + threadIdx.x + 1; i < chunk.end;/' \
   "kernels check_norm*" "check_norm: every thread starts one element late"
-plant kernels/attention.cu 's/            if (!(kept\[i\] >> (4 \* nt + 2 \* r + e) \& 1u))/            if (false \&\& !(kept[i] >> (4 * nt + 2 * r + e) \& 1u))/' \
+plant kernels/attention_tc.cu 's/            if (!(kept\[i\] >> (4 \* nt + 2 \* r + e) \& 1u))/            if (false \&\& !(kept[i] >> (4 * nt + 2 * r + e) \& 1u))/' \
   "kernel attention*" "attention forward: the probabilities' dropout mask drawn but never applied"
-plant kernels/attention.cu 's/  const bool needed = kt \* kRows < w0 + 16 \* M;/  const bool needed = kt * kRows < w0;/' \
+plant kernels/attention_tc.cu 's/  const bool needed = kt \* kRows < w0 + 16 \* M;/  const bool needed = kt * kRows < w0;/' \
   "kernel attention*" "attention forward and dQ: a warp skips the key tile that starts at its first query (its diagonal)"
-plant kernels/attention.cu 's/  for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/  for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
+plant kernels/attention_tc.cu 's/  for (int i = 0; i < M; ++i) kept\[i\] = sbits\[i \* kThreads\];/  for (int i = 0; i < M; ++i) kept[i] = sbits[0];/' \
   "kernel attention*" "attention forward and dQ: the second row tile takes the first one's dropout bits"
-plant kernels/attention.cu 's/            const bool keep = kept\[i\] >> (4 \* (4 \* half + nt) + e) \& 1u;/            const bool keep = kept[i] >> (4 * nt + e) \& 1u;/' \
+plant kernels/attention_tc.cu 's/            const bool keep = kept\[i\] >> (4 \* (4 \* half + nt) + e) \& 1u;/            const bool keep = kept[i] >> (4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dQ: the second half of a key tile takes the first half's dropout bits"
-plant kernels/attention.cu 's/            const bool keep = tile_kept\[i\] >> (8 \* j + 4 \* nt + e) \& 1u;/            const bool keep = (tile_kept[i] | ~0u) >> (8 * j + 4 * nt + e) \& 1u;/' \
+plant kernels/attention_tc.cu 's/            const bool keep = tile_kept\[i\] >> (8 \* j + 4 \* nt + e) \& 1u;/            const bool keep = (tile_kept[i] | ~0u) >> (8 * j + 4 * nt + e) \& 1u;/' \
   "kernel attention*" "attention dK and dV: the backward forgets the forward's mask"
-plant kernels/attention.cu 's/ \& 0xffu) << (8 \* j);/) << (8 * j);/' \
+plant kernels/attention_tc.cu 's/ \& 0xffu) << (8 \* j);/) << (8 * j);/' \
   "kernel attention*" "attention dK and dV: a 16-query chunk's dropout bits not cut to its 8 (later chunks read as kept)"
-plant kernels/attention.cu 's/    const bool needed = qt \* kRows + kRows > w0;/    const bool needed = qt * kRows > w0;/' \
+plant kernels/attention_tc.cu 's/    const bool needed = qt \* kRows + kRows > w0;/    const bool needed = qt * kRows > w0;/' \
   "kernel attention*" "attention dK and dV: a warp skips the query tile holding its first key (its diagonal)"
 plant kernels/column_sums.cuh 's/if (threadIdx.y != 0 || c >= cols) return;/if (threadIdx.y != 1 || c >= cols) return;/' \
   "kernel bias_grad*" "column sums: the wrong row group publishes the column sums"
