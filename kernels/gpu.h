@@ -172,6 +172,10 @@ template <class F> void dispatch(DType t, F&& f) {
     default: ht::call_failed("dispatch", "a float kernel given an integer dtype", __FILE__, __LINE__);
   }
 }
+// The same for a pair of dtypes (a cast's source and destination, an add's two operands).
+template <class F> void dispatch2(DType a, DType b, F&& f) {
+  dispatch(a, [&](auto ta) { dispatch(b, [&](auto tb) { f(ta, tb); }); });
+}
 
 }  // namespace ht::gpu::inline HT_GPU_NS
 

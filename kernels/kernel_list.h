@@ -11,9 +11,11 @@
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/gather_batch.h"
 #include "kernels/grad_stats.h"
 #include "kernels/layernorm.h"
 #include "kernels/optimizers.h"
+#include "kernels/sum.h"
 
 #define HT_KERNELS(X)                          \
   X(cast, CastArgs)                            \
