@@ -8,6 +8,7 @@
 // and its loss-scaling share is the loss-scaling pass over the model's gradients over the step.
 // Data is synthetic (random samples or tokens): the step's cost does not depend on it.
 #include "bench/benchmarks.h"
+#include "ground/clock.h"
 #include "ground/convert.h"
 #include "train/trainer.h"
 
@@ -16,12 +17,6 @@
 namespace ht::bench {
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 // A benchmarked model: its name in the results, its spec, and the per-rank batch.
 struct Workload {

@@ -75,7 +75,7 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* b = app.add_subcommand("bench", "Benchmark kernels and the training step (JSON with --json)");
   b->option_defaults()->always_capture_default();
   b->add_option("names", f.names, fmt::format("benchmarks to run: all (default), {}", fmt::join(benchmark_names(), ", ")));
-  b->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}))->capture_default_str();
+  add_device_option(*b, f.device)->capture_default_str();
   b->add_option("--repeats", f.options.repeats, "timed repeats per benchmark (median and spread are reported)")
       ->check(CLI::Range(1, 100000))->capture_default_str();
   b->add_option("--warmup", f.options.warmup, "untimed launches first")->check(CLI::Range(0, 1000))->capture_default_str();

@@ -32,6 +32,9 @@ Command add_profile_command(CLI::App& app);
 // placeholder this way before any work, so an unwritable path fails in the first second.
 void write_json_file(const std::string& path, const std::string& text);
 
+// --device cpu | simt | cuda | auto, as every command that runs kernels takes it.
+CLI::Option* add_device_option(CLI::App& command, std::string& device);
+
 // Every option of `command` as a setting ("--lr" -> its value, given or default), in the order
 // they were registered, leaving out `local` ones that may differ between ranks (a rank's own
 // log file, its own deadline). Capture defaults (option_defaults()->always_capture_default())

@@ -259,7 +259,7 @@ Command add_sample_command(CLI::App& app) {
   s->add_option("--temperature", f.temperature, "softmax temperature (0: always the most likely token)");
   s->add_option("--top-k", f.top_k, "draw from the k most likely tokens only (0: all)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
   s->add_option("--seed", f.seed, "the generator's seed: the same seed, the same text");
-  s->add_option("--device", f.device, "cpu | simt | cuda | auto")->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}));
+  add_device_option(*s, f.device);
   s->add_option("--precision", f.precision, "fp32 | fp16 | bf16 (the forward pass's compute dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   return {[s] { return option_settings(*s, {}); }, [flags](const MpiWorld*) { return run_sample(*flags); }};

@@ -1,5 +1,6 @@
 #include "cli/train_flags.h"
 
+#include "cli/commands.h"
 #include "comm/communicator.h"
 #include "engine/backend.h"
 #include "ground/error.h"
@@ -158,8 +159,7 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
     }
   });
   TrainConfig& c = f.config;
-  t->add_option("--device", f.device, "cpu | simt | cuda | auto (cuda when a GPU is present, else cpu)")
-      ->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}));
+  add_device_option(*t, f.device);
   t->add_option("--precision", f.precision, "fp32 | fp16 (with loss scaling) | bf16")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")

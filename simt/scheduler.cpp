@@ -13,6 +13,7 @@
 //
 // In a racecheck build every GPU thread is also a ThreadSanitizer fiber; simt/racecheck.h says
 // which edges the scheduler tells TSan about, and why only those.
+#include "ground/clock.h"
 #include "ground/env.h"
 #include "ground/error.h"
 #include "simt/block_hooks.h"
@@ -479,11 +480,6 @@ int reported_sm_count() {
 
 namespace {
 thread_local double t_device_work_seconds = 0;
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 }  // namespace
 
 double device_work_cpu_seconds() { return t_device_work_seconds; }

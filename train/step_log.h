@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine/backend.h"
+#include "ground/clock.h"
 #include "kernels/step_state.h"
 
 #include <cstdint>
@@ -112,6 +113,5 @@ class StepLog {
   bool progress_visible_ = false;
 };
 
-double now_seconds();
 
 }  // namespace ht
