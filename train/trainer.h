@@ -5,6 +5,11 @@
 //        -> optimizer -> scaler update
 // with every decision (skip, scale, LR) taken on the device; the host only queues work and,
 // every --log-every steps, reads back what happened.
+//
+// One file a concept: train/trainer.cpp (setup and the run loop), trainer_step.cpp (the step),
+// trainer_eval.cpp (evaluation), trainer_checkpoint.cpp (save, restore, the run's identity),
+// trainer_health.cpp (stopping on endless overflows, divergence or a signal),
+// trainer_sharding.cpp (ZeRO-1/2).
 #pragma once
 
 #include "comm/communicator.h"
