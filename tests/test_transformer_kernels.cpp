@@ -87,7 +87,7 @@ TEST_CASE("kernel embedding: forward and backward bit-exact against the referenc
   }
 }
 
-TEST_CASE("kernel embedding: an id outside the vocabulary is never an index - a NaN row, no gradient; the reference refuses it",
+TEST_CASE("kernel embedding: an id outside the vocabulary is never an index - a NaN row, no gradient, refused by the reference",
           "[kernels][gpt]") {
   const std::int64_t B = 2, T = 3, C = 5, V = 7, rows = B * T;
   const std::vector<std::int32_t> tokens = {1, -1, 3, 7, 65535, 1};  // rows 1, 3 and 4 are bad
