@@ -1,6 +1,6 @@
-# The layers of halftape, bottom to top, and what each may include. Run as a build step
+# The layers of halftape, bottom to top, and what each may include and link. Run as a build step
 # (cmake -P, target check_layers): an #include that runs back up a layer fails the build, naming
-# the file, the line and the two layers.
+# the file, the line and the two layers; so does a target linking one above it (LINK_GRAPH).
 #
 #   ground                 dtypes, errors, host/device macros
 #   simt                   the SIMT emulator                        on ground
@@ -42,6 +42,42 @@ foreach(layer ${layers})
     endforeach()
   endforeach()
 endforeach()
+# The link graph (LINK_GRAPH: lines "TARGET: LIBRARY;LIBRARY...", written by CMakeLists.txt at
+# configure time): a target may link only targets of the layers its files may include - the
+# kernels' compiled objects (ht_kernels_*) as much as the headers.
+set(layer_of_ht_ground ground)
+set(layer_of_ht_simt_runtime simt)
+foreach(t ht_kernels ht_kernels_simt ht_kernels_simt_counted ht_kernels_cuda ht_gemm_sm90a)
+  set(layer_of_${t} kernels)
+endforeach()
+foreach(t ht_engine_core ht_engine ht_gpu_simt ht_gpu_simt_counted ht_gpu_cuda)
+  set(layer_of_${t} engine)
+endforeach()
+foreach(l comm models data train bench)
+  set(layer_of_ht_${l} ${l})
+endforeach()
+set(layer_of_halftape cli)
+if(DEFINED LINK_GRAPH AND EXISTS "${LINK_GRAPH}")
+  file(STRINGS "${LINK_GRAPH}" edges)
+  foreach(edge ${edges})
+    string(REGEX MATCH "^([A-Za-z0-9_]+): (.*)$" matched "${edge}")
+    set(target ${CMAKE_MATCH_1})
+    string(REPLACE "," ";" linked "${CMAKE_MATCH_2}")
+    if(NOT DEFINED layer_of_${target})
+      continue()
+    endif()
+    set(layer ${layer_of_${target}})
+    foreach(library ${linked})
+      if(DEFINED layer_of_${library})
+        list(FIND allowed_${layer} ${layer_of_${library}} is_allowed)
+        if(is_allowed LESS 0)
+          list(JOIN allowed_${layer} ", " allowed)
+          string(APPEND problems "  link: ${target} (${layer}/) links ${library} (${layer_of_${library}}/) - ${layer}/ may link only ${allowed}\n")
+        endif()
+      endif()
+    endforeach()
+  endforeach()
+endif()
 if(problems)
-  message(FATAL_ERROR "includes that run back up the layers (docs/architecture.md):\n${problems}")
+  message(FATAL_ERROR "includes or links that run back up the layers (docs/architecture.md):\n${problems}")
 endif()

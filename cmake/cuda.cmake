@@ -1,6 +1,9 @@
-# The two executors of the GPU code (kernels/*.cu and engine/gpu/*.cpp):
-#   ht_gpu_cuda - nvcc for sm_80 and sm_90, linked against the CUDA runtime (HALFTAPE_HAVE_CUDA);
-#   ht_gpu_simt - the host compiler against the SIMT emulator in simt/ (HALFTAPE_HAVE_SIMT).
+# The two executors of the GPU code, each as the kernels (kernels/*.cu, a kernels/ target) and the
+# GPU backend over them (engine/gpu/*.cpp, an engine/ target):
+#   ht_kernels_cuda, ht_gpu_cuda - nvcc for sm_80 and sm_90, the CUDA runtime (HALFTAPE_HAVE_CUDA);
+#   ht_kernels_simt, ht_gpu_simt - the host compiler against the SIMT emulator in simt/
+#     (HALFTAPE_HAVE_SIMT), and ht_kernels_simt_counted, ht_gpu_simt_counted with every access
+#     counted.
 # The same files build both; each lands in its own inline namespace (ht::gpu::cuda_impl /
 # ht::gpu::simt_impl), so both link into one binary.
 
@@ -64,10 +67,16 @@ if(HALFTAPE_HAVE_SIMT)
     endforeach()
     set(${out} ${wrappers} PARENT_SCOPE)
   endfunction()
+  # The kernels (a kernels/ target: they link only down, to the references' layer and the
+  # emulator) and the GPU backend over them (an engine/ target).
   halftape_cpp_wrappers(simt_sources simt_kernels ${HT_KERNEL_SOURCES})
-  add_library(ht_gpu_simt STATIC ${simt_sources} ${HT_GPU_HOST_SOURCES})
+  add_library(ht_kernels_simt STATIC ${simt_sources})
+  target_compile_definitions(ht_kernels_simt PRIVATE HT_SIMT=1)
+  target_link_libraries(ht_kernels_simt PUBLIC ht_kernels ht_simt_runtime)
+  target_compile_options(ht_kernels_simt PRIVATE ${HT_WARNINGS})
+  add_library(ht_gpu_simt STATIC ${HT_GPU_HOST_SOURCES})
   target_compile_definitions(ht_gpu_simt PRIVATE HT_SIMT=1)
-  target_link_libraries(ht_gpu_simt PUBLIC ht_engine_core ht_simt_runtime)
+  target_link_libraries(ht_gpu_simt PUBLIC ht_engine_core ht_kernels_simt)
   target_compile_options(ht_gpu_simt PRIVATE ${HT_WARNINGS})
 
   # The counting executor (simt/counters.h): the same kernels once more, every access hooked by
@@ -78,9 +87,13 @@ if(HALFTAPE_HAVE_SIMT)
     set(HT_COUNTING_FLAGS -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-sra -Wno-tsan)
     halftape_cpp_wrappers(counted_sources simt_counted_kernels ${HT_KERNEL_SOURCES})
     set_source_files_properties(${counted_sources} PROPERTIES COMPILE_OPTIONS "${HT_COUNTING_FLAGS}")
-    add_library(ht_gpu_simt_counted STATIC ${counted_sources} ${HT_GPU_HOST_SOURCES} simt/counting_hooks.cpp)
+    add_library(ht_kernels_simt_counted STATIC ${counted_sources} simt/counting_hooks.cpp)
+    target_compile_definitions(ht_kernels_simt_counted PRIVATE HT_SIMT=1 HT_SIMT_COUNTED=1)
+    target_link_libraries(ht_kernels_simt_counted PUBLIC ht_kernels ht_simt_runtime)
+    target_compile_options(ht_kernels_simt_counted PRIVATE ${HT_WARNINGS})
+    add_library(ht_gpu_simt_counted STATIC ${HT_GPU_HOST_SOURCES})
     target_compile_definitions(ht_gpu_simt_counted PRIVATE HT_SIMT=1 HT_SIMT_COUNTED=1)
-    target_link_libraries(ht_gpu_simt_counted PUBLIC ht_engine_core ht_simt_runtime)
+    target_link_libraries(ht_gpu_simt_counted PUBLIC ht_engine_core ht_kernels_simt_counted)
     target_compile_options(ht_gpu_simt_counted PRIVATE ${HT_WARNINGS})
   endif()
 endif()
@@ -91,12 +104,14 @@ if(HALFTAPE_HAVE_CUDA)
   if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
   endif()
-  add_library(ht_gpu_cuda STATIC ${HT_NVCC_KERNEL_SOURCES} ${HT_GPU_HOST_SOURCES} engine/gpu/cublas_gemm.cpp)
-  target_include_directories(ht_gpu_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries(ht_gpu_cuda PUBLIC ht_engine_core CUDA::cudart CUDA::cublasLt)
-  target_compile_options(ht_gpu_cuda PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:${HT_WARNINGS}>
+  add_library(ht_kernels_cuda STATIC ${HT_NVCC_KERNEL_SOURCES})
+  target_include_directories(ht_kernels_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(ht_kernels_cuda PUBLIC ht_kernels CUDA::cudart)
+  target_compile_options(ht_kernels_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo>)
+  add_library(ht_gpu_cuda STATIC ${HT_GPU_HOST_SOURCES} engine/gpu/cublas_gemm.cpp)
+  target_link_libraries(ht_gpu_cuda PUBLIC ht_engine_core ht_kernels_cuda CUDA::cudart CUDA::cublasLt)
+  target_compile_options(ht_gpu_cuda PRIVATE ${HT_WARNINGS})
   # The Hopper GEMM uses sm_90a-only instructions (wgmma, setmaxnreg's family): its own target,
   # built for that architecture alone; the backend picks it at run time on sm_90.
   add_library(ht_gemm_sm90a STATIC kernels/gemm_wgmma.cu)
@@ -104,11 +119,11 @@ if(HALFTAPE_HAVE_CUDA)
   target_include_directories(ht_gemm_sm90a PRIVATE ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_options(ht_gemm_sm90a PRIVATE -gencode=arch=compute_90a,code=sm_90a --Werror=all-warnings
                          -Xcompiler=-Wall,-Werror --expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills,-warn-lmem-usage)
-  target_link_libraries(ht_gemm_sm90a PUBLIC ht_engine_core CUDA::cudart)
-  target_link_libraries(ht_gpu_cuda PUBLIC ht_gemm_sm90a)
+  target_link_libraries(ht_gemm_sm90a PUBLIC ht_kernels CUDA::cudart)
+  target_link_libraries(ht_kernels_cuda PUBLIC ht_gemm_sm90a)
   # The GEMM kernels must keep their accumulators in registers: a spill or any local memory
   # is a build error (tests/kernel_resources.py holds every kernel to it in CI).
-  set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_gpu_cuda
+  set_source_files_properties(kernels/gemm_mma_f16.cu kernels/gemm_mma_bf16.cu TARGET_DIRECTORY ht_kernels_cuda
                               PROPERTIES COMPILE_OPTIONS "-Xptxas=-warn-spills,-warn-lmem-usage")
 endif()
 
@@ -122,9 +137,9 @@ endif()
 if(HALFTAPE_HAVE_CUDA AND HT_CUOBJDUMP)
   set(HT_KERNEL_RESOURCES ${CMAKE_BINARY_DIR}/kernel_resources.json)
   add_custom_command(OUTPUT ${HT_KERNEL_RESOURCES}
-    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${HT_CUOBJDUMP} $<TARGET_FILE:ht_gpu_cuda>
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${HT_CUOBJDUMP} $<TARGET_FILE:ht_kernels_cuda>
             $<TARGET_FILE:ht_gemm_sm90a> --json ${HT_KERNEL_RESOURCES} > /dev/null
-    DEPENDS ht_gpu_cuda ht_gemm_sm90a ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${CMAKE_SOURCE_DIR}/kernels/gemm.h
+    DEPENDS ht_kernels_cuda ht_gemm_sm90a ${CMAKE_SOURCE_DIR}/scripts/kernel_resources.py ${CMAKE_SOURCE_DIR}/kernels/gemm.h
     COMMENT "Reading every kernel's resource usage (kernel_resources.json)")
   add_custom_target(ht_kernel_resources ALL DEPENDS ${HT_KERNEL_RESOURCES})
 endif()
