@@ -17,6 +17,9 @@
 // window, swizzled by its own address bits (bits [4, 4 + b) XOR bits [7, 7 + b)), which is why
 // swizzled tiles must sit on the pattern's 256/512/1024-byte boundary. The layouts themselves
 // (tensor maps, descriptors, fragments) are simt/hopper_layouts.cpp.
+//
+// One file for the three units: an mbarrier completes TMA's transactions and wgmma reads what TMA
+// wrote, so they share the block's asynchronous state.
 #include "simt/hopper.h"
 #include "simt/hopper_layouts.h"
 

@@ -13,6 +13,9 @@
 //
 // In a racecheck build every GPU thread is also a ThreadSanitizer fiber; simt/racecheck.h says
 // which edges the scheduler tells TSan about, and why only those.
+//
+// One file for the scheduler, the barriers, the warp collectives and the launch loop: they share
+// the block's state and the sanitizer hooks around every switch.
 #include "ground/clock.h"
 #include "ground/env.h"
 #include "ground/error.h"
