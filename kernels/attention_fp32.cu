@@ -11,6 +11,17 @@ namespace {
 
 constexpr int kFp32Rows = 32;  // rows of a shared tile; the block has as many threads
 
+// Where a block of the fp32 path works: T, D, C; its (batch, head); this thread's row (a query,
+// or a key for dK/dV); the batch's rows of qkv.
+struct RowBlock {
+  std::int64_t S, D, C, b, h, row;
+  const float* base;
+};
+__device__ __forceinline__ RowBlock row_block(const float* qkv, const Geometry& geo) {
+  const std::int64_t S = geo.seq, C = geo.channels, b = blockIdx.x / geo.heads;
+  return {S, geo.head_dim, C, b, blockIdx.x % geo.heads, std::int64_t{blockIdx.y} * kFp32Rows + threadIdx.x, qkv + b * S * 3 * C};
+}
+
 // Rows [row0, row0 + kFp32Rows) of two of a (T, stride) matrix's column blocks (at a and b), the
 // columns [0, D) of a head, into shared tiles (rows past T and columns past D are zero).
 template <int D_PAD>
@@ -32,10 +43,7 @@ __global__ void __launch_bounds__(kFp32Rows) attention_forward_fp32_kernel(const
                                                                            float* __restrict__ lse, Geometry geo, float scale,
                                                                            AttentionDropout dropout) {
   __shared__ float sk[kFp32Rows][D_PAD], sv[kFp32Rows][D_PAD];
-  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t query = std::int64_t{blockIdx.y} * kFp32Rows + threadIdx.x;
-  const float* base = qkv + b * S * 3 * C;
+  const auto [S, D, C, b, h, query, base] = row_block(qkv, geo);
   const DropoutMask mask(dropout);
   float q[D_PAD], o[D_PAD];
   for (int d = 0; d < D_PAD; ++d) q[d] = query < S && d < D ? base[query * 3 * C + h * D + d] : 0.0f, o[d] = 0.0f;
@@ -69,10 +77,7 @@ __global__ void __launch_bounds__(kFp32Rows) attention_dkv_fp32_kernel(const flo
                                                                        const float* __restrict__ delta, float* __restrict__ dqkv,
                                                                        Geometry geo, float scale, AttentionDropout dropout) {
   __shared__ float sq[kFp32Rows][D_PAD], sdo[kFp32Rows][D_PAD], slse[kFp32Rows], sdelta[kFp32Rows];
-  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t key = std::int64_t{blockIdx.y} * kFp32Rows + threadIdx.x;
-  const float* base = qkv + b * S * 3 * C;
+  const auto [S, D, C, b, h, key, base] = row_block(qkv, geo);
   const DropoutMask mask(dropout);
   float k[D_PAD], v[D_PAD], dk[D_PAD], dv[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {
@@ -116,10 +121,7 @@ __global__ void __launch_bounds__(kFp32Rows) attention_dq_fp32_kernel(const floa
                                                                       float* __restrict__ dqkv, Geometry geo, float scale,
                                                                       AttentionDropout dropout) {
   __shared__ float sk[kFp32Rows][D_PAD], sv[kFp32Rows][D_PAD];
-  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t query = std::int64_t{blockIdx.y} * kFp32Rows + threadIdx.x;
-  const float* base = qkv + b * S * 3 * C;
+  const auto [S, D, C, b, h, query, base] = row_block(qkv, geo);
   const DropoutMask mask(dropout);
   float q[D_PAD], dO[D_PAD], dq[D_PAD];
   for (int d = 0; d < D_PAD; ++d) {

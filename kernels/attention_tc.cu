@@ -214,6 +214,21 @@ __device__ __forceinline__ void store_rows(const float (&acc)[D_PAD / 8][4], flo
     }
 }
 
+// Where a query-row block (forward, dQ) of kQueries queries, M m16 tiles a warp, works: T, D, C;
+// its (batch, head); its first query and its warp's (w0); the batch's rows of qkv; this thread's
+// warp, lane, and the lane's row group g and column pair t in the mma.sync fragments.
+template <class T> struct QueryBlock {
+  std::int64_t S, D, C, b, h, q0, w0;
+  const T* base;
+  int warp, lane, g, t;
+};
+template <class T, int M, int kQueries>
+__device__ __forceinline__ QueryBlock<T> query_block(const T* qkv, const Geometry& geo) {
+  const std::int64_t S = geo.seq, C = geo.channels, b = blockIdx.x / geo.heads, q0 = std::int64_t{blockIdx.y} * kQueries;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  return {S, geo.head_dim, C, b, blockIdx.x % geo.heads, q0, q0 + 16 * M * warp, qkv + b * S * 3 * C, warp, lane, lane / 4, lane % 4};
+}
+
 // The forward's and dQ's step to key tile kt, after the block is done with the previous one:
 // the K and V tiles loaded, and the bits of the warp's M row tiles' dropout mask drawn before the
 // barrier and passed through shared memory (sbits: this thread's slot), so the generator runs
@@ -254,12 +269,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const T* __
   T* sk = kQInRegisters ? smem : smem + kQueries * kStride;
   T* sv = sk + kRows * kStride;
   std::uint32_t* sbits = reinterpret_cast<std::uint32_t*>(sv + kRows * kStride) + threadIdx.x;  // [i·kThreads]: tile i's
-  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.y} * kQueries;
-  const T* base = qkv + b * S * 3 * C;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const std::int64_t w0 = q0 + 16 * M * warp;  // the warp's first query
+  const auto [S, D, C, b, h, q0, w0, base, warp, lane, g, t] = query_block<T, M, kQueries>(qkv, geo);
   const bool vec = vector_loads != 0;
   const DropoutMask mask(dropout);
 
@@ -454,12 +464,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_dq_kernel(const T* __re
   T* sk = kInRegisters ? smem : sdo + kQueries * kStride;
   T* sv = sk + kRows * kStride;
   std::uint32_t* sbits = reinterpret_cast<std::uint32_t*>(sv + kRows * kStride) + threadIdx.x;  // [i·kThreads]: tile i's
-  const std::int64_t S = geo.seq, D = geo.head_dim, C = geo.channels;
-  const std::int64_t b = blockIdx.x / geo.heads, h = blockIdx.x % geo.heads;
-  const std::int64_t q0 = std::int64_t{blockIdx.y} * kQueries;
-  const T* base = qkv + b * S * 3 * C;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const std::int64_t w0 = q0 + 16 * M * warp;  // the warp's first query
+  const auto [S, D, C, b, h, q0, w0, base, warp, lane, g, t] = query_block<T, M, kQueries>(qkv, geo);
   const bool vec = vector_loads != 0;
   const DropoutMask mask(dropout);
 
