@@ -33,7 +33,10 @@ Command add_profile_command(CLI::App& app);
 void write_json_file(const std::string& path, const std::string& text);
 
 // --device cpu | simt | cuda | auto, as every command that runs kernels takes it.
-CLI::Option* add_device_option(CLI::App& command, std::string& device);
+inline CLI::Option* add_device_option(CLI::App& command, std::string& device) {
+  return command.add_option("--device", device, "cpu | simt | cuda | auto (cuda when a GPU is present, else cpu)")
+      ->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}));
+}
 
 // Every option of `command` as a setting ("--lr" -> its value, given or default), in the order
 // they were registered, leaving out `local` ones that may differ between ranks (a rank's own

@@ -6,11 +6,6 @@
 
 namespace ht::cli {
 
-CLI::Option* add_device_option(CLI::App& command, std::string& device) {
-  return command.add_option("--device", device, "cpu | simt | cuda | auto (cuda when a GPU is present, else cpu)")
-      ->check(CLI::IsMember({"cpu", "simt", "cuda", "auto"}));
-}
-
 Settings option_settings(const CLI::App& command, std::initializer_list<std::string_view> local) {
   Settings out;
   for (const CLI::Option* opt : command.get_options()) {
