@@ -2,8 +2,9 @@
 
 namespace ht {
 
-LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled)
-    : backend_(backend), params_(params), config_(config), enabled_(scaling_enabled) {
+LossScaler::LossScaler(Backend& backend, const ParamArena& params, StepState& steps, const LossScalerConfig& config,
+                       bool scaling_enabled)
+    : backend_(backend), params_(params), config_(config), enabled_(scaling_enabled), steps_(steps) {
   // Unscaling multiplies by 1/scale: every scale the scaler can reach must have a finite inverse.
   HT_CHECK(valid_loss_scale(config.init_scale), "--init-scale {:g}: a loss scale must be finite and at least {:g} (its "
            "inverse must be a finite fp32 number)", config.init_scale, kMinLossScale);
@@ -18,17 +19,15 @@ LossScaler::LossScaler(Backend& backend, const ParamArena& params, const LossSca
            config.min_scale, config.init_scale);
   if (!enabled_) config_.dynamic = 0;
 
-  DeviceStepState initial;
+  DeviceStepState initial = steps.read();
   initial.scaler = initial_scaler_state(config_, enabled_);
-  state_ = backend.buffer(sizeof(DeviceStepState));
-  backend.upload(state_.data(), &initial, sizeof(initial));
+  steps.write(initial);
 
   block_norm2_ = backend.zeros(Shape{std::max(1, backend.grad_stats_blocks(params.num_chunks()))}, DType::f32);
   tensor_nonfinite_ = backend.buffer(params.params().size() * sizeof(std::int32_t));
 }
 
-void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_ring,
-                         std::int32_t ring_slots) {
+void LossScaler::unscale(float max_grad_norm, std::int32_t* nonfinite_ring, std::int32_t ring_slots) {
   HT_CHECK(stage_ == Stage::ready, "LossScaler: unscale() has already been called since the last update()");
   const std::int32_t blocks = backend_.grad_stats_blocks(params_.num_chunks());
   auto* flags = tensor_nonfinite_.data_as<std::int32_t>();
@@ -41,40 +40,28 @@ void LossScaler::unscale(float max_grad_norm, const LrSchedule& schedule, std::i
     backend_.fill({partials, blocks, 0.0f});
     const std::int32_t mine = shard_.end_chunk - shard_.first_chunk;
     if (mine > 0)
-      backend_.check_norm({params_.grad_arena(), params_.chunk_table() + shard_.first_chunk, mine, state(),
+      backend_.check_norm({params_.grad_arena(), params_.chunk_table() + shard_.first_chunk, mine, steps_.device(),
                                    partials + shard_.first_chunk, mine, flags});
     combine_(partials, blocks, flags, tensors);
   } else {
-    backend_.check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), state(), partials,
+    backend_.check_norm({params_.grad_arena(), params_.chunk_table(), params_.num_chunks(), steps_.device(), partials,
                                  blocks, flags});
   }
-  backend_.finalize_grad_stats({partials, blocks, flags, tensors, nonfinite_ring, ring_slots, max_grad_norm, schedule, state()});
+  backend_.finalize_grad_stats({partials, blocks, flags, tensors, nonfinite_ring, ring_slots, max_grad_norm, steps_.schedule(), steps_.device()});
   stage_ = Stage::unscaled;
 }
 
 void LossScaler::step(Optimizer& optimizer) {
   HT_CHECK(stage_ != Stage::stepped, "LossScaler: step() has already been called since the last update()");
   HT_CHECK(stage_ == Stage::unscaled, "LossScaler: step() needs unscale() first (the skip decision comes from it)");
-  optimizer.step(state());
+  optimizer.step(steps_.device());
   stage_ = Stage::stepped;
 }
 
 void LossScaler::update(StepRecord* records, std::int32_t ring_slots) {
   HT_CHECK(stage_ == Stage::stepped, "LossScaler: update() called before step()");
-  backend_.update_scaler({state(), config_, records, ring_slots});
+  backend_.update_scaler({steps_.device(), config_, records, ring_slots});
   stage_ = Stage::ready;
-}
-
-DeviceStepState LossScaler::read_state() const {
-  DeviceStepState s;
-  backend_.download(&s, state(), sizeof(s));
-  return s;
-}
-
-void LossScaler::write_state(const DeviceStepState& s) {
-  HT_CHECK(valid_loss_scale(s.scaler.scale), "loss scale {:g} is not a valid loss scale (finite, at least {:g})", s.scaler.scale,
-           kMinLossScale);
-  backend_.upload(state(), &s, sizeof(s));
 }
 
 }  // namespace ht

@@ -1,4 +1,5 @@
-// LossScaler: torch.amp.GradScaler for halftape, with its state on the device.
+// LossScaler: torch.amp.GradScaler for halftape, with its state on the device: its part of the
+// trainer's StepState (engine/step_state.h), the scale and its trackers and the step's control.
 //
 // A step goes  unscale() -> optimizer step -> update(), exactly once each, as in PyTorch:
 //   unscale()  one read-only pass over the gradient arena: ×1/scale in registers, per-tensor
@@ -16,7 +17,7 @@
 #include "engine/backend.h"
 #include "engine/optimizer.h"
 #include "engine/params.h"
-#include "kernels/step_state.h"
+#include "engine/step_state.h"
 
 #include <functional>
 
@@ -24,18 +25,17 @@ namespace ht {
 
 class LossScaler {
  public:
-  LossScaler(Backend& backend, const ParamArena& params, const LossScalerConfig& config, bool scaling_enabled);
+  // Sets the scaler's part of `steps` to its initial value (the scale of `config`, or 1).
+  LossScaler(Backend& backend, const ParamArena& params, StepState& steps, const LossScalerConfig& config,
+             bool scaling_enabled);
 
   bool scaling_enabled() const { return enabled_; }
   const LossScalerConfig& config() const { return config_; }
-  DeviceStepState* state() const { return state_.data_as<DeviceStepState>(); }  // on the device
-  const float* scale() const { return &state()->scaler.scale; }                 // on the device
-  float* step_loss() const { return &state()->step_loss; }                      // on the device
-  std::int32_t* found_inf() const { return &state()->control.found_inf; }       // on the device
 
   // The step's per-tensor overflow flags go to row steps_done % ring_slots of nonfinite_ring
-  // ((ring_slots, num params) int32 on the device; may be null).
-  void unscale(float max_grad_norm, const LrSchedule& schedule, std::int32_t* nonfinite_ring, std::int32_t ring_slots);
+  // ((ring_slots, num params) int32 on the device; may be null). The step's learning rate comes
+  // from the step state's schedule, in the same pass.
+  void unscale(float max_grad_norm, std::int32_t* nonfinite_ring, std::int32_t ring_slots);
   void step(Optimizer& optimizer);     // the optimizer's update, skipped on the device on overflow
   void update(StepRecord* records, std::int32_t ring_slots);  // the step's record: slot steps_done % ring_slots
 
@@ -51,10 +51,6 @@ class LossScaler {
     combine_ = std::move(combine);
   }
 
-  // Host copy of the device state (synchronises; for checkpoints and tests).
-  DeviceStepState read_state() const;
-  void write_state(const DeviceStepState& s);
-
  private:
   enum class Stage { ready, unscaled, stepped };
   Backend& backend_;
@@ -62,7 +58,7 @@ class LossScaler {
   LossScalerConfig config_;
   bool enabled_;
   Stage stage_ = Stage::ready;
-  Tensor state_;            // one DeviceStepState
+  StepState& steps_;
   Tensor block_norm2_;      // partial sums of squares
   Tensor tensor_nonfinite_; // per-parameter flags
   ArenaShard shard_;

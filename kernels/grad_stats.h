@@ -57,6 +57,13 @@ struct ScalerUpdateArgs {
 };
 void update_scaler_ref(const ScalerUpdateArgs& a);
 
+// clip_grad_norm_'s coefficient: gradients are multiplied by it when max_norm > 0.
+HT_HD float clip_coefficient(float grad_norm, float max_norm) {
+  if (max_norm <= 0) return 1.0f;
+  const float coef = max_norm / (grad_norm + 1e-6f);
+  return coef < 1.0f ? coef : 1.0f;
+}
+
 // What unscaling multiplies by: the check pass and the optimizers both take it from here.
 HT_HD float unscale_factor(const DeviceStepState& s) { return 1.0f / s.scaler.scale; }
 

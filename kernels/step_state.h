@@ -1,50 +1,23 @@
-// Device-resident state of one optimizer step, and the rules that update it.
+// The device-resident state of the training step: one struct, one device allocation, owned by
+// the trainer's StepState (engine/step_state.h), read by every kernel that needs to know which
+// step it is in.
 //
 // The step never waits on the host: the loss scale, the skip decision, the step count and the
-// learning rate all live in DeviceStepState on the device and are updated there, by the same
-// HT_HD functions the CPU backend calls. The host only reads StepRecords, in batches, later.
+// learning rate all live here on the device and are updated there, by the same HT_HD functions
+// the CPU backend calls. Every part has one owner that writes it - the loss scaler's rule
+// (kernels/loss_scale.h) the scale and its trackers, the gradient check (grad_stats.h) the
+// step's control, the scaler update the counts - and the readers read only what they need:
+// the data's windows and dropout's masks the count of steps done, the optimizers the control.
+// The host only reads StepRecords, in batches, later.
 #pragma once
 
 #include "ground/host_device.h"
+#include "kernels/loss_scale.h"
+#include "kernels/lr_schedule.h"
 
-#include <cmath>
 #include <cstdint>
 
 namespace ht {
-
-// The smallest loss scale halftape accepts: unscaling multiplies by 1/scale, which must be a
-// finite fp32 number (1/1e-38 is; the inverse of the smallest subnormals is not).
-constexpr float kMinLossScale = 1e-38f;
-inline bool valid_loss_scale(float s) { return s >= kMinLossScale && std::isfinite(s); }
-
-// GradScaler's knobs. Defaults are torch.amp.GradScaler's; hysteresis, min and max are
-// DeepSpeed/Megatron's additions (hysteresis 1 is exactly PyTorch's rule).
-struct LossScalerConfig {
-  std::int32_t dynamic = 1;           // 0: a static scale that never changes
-  float init_scale = 65536.0f;        // 2^16
-  float growth_factor = 2.0f;
-  float backoff_factor = 0.5f;
-  std::int32_t growth_interval = 2000;
-  std::int32_t hysteresis = 1;        // back off only after this many overflows since the last growth
-  float min_scale = 1.0f;
-  float max_scale = 16777216.0f * 1024.0f;  // 2^34; growth stops there
-};
-
-struct LrSchedule {
-  enum Kind : std::int32_t { constant = 0, cosine = 1 };
-  std::int32_t kind = cosine;
-  float base_lr = 1e-3f;
-  float min_lr = 0.0f;                // cosine floor
-  std::int64_t warmup_steps = 0;      // linear warmup, for either kind
-  std::int64_t total_steps = 1;       // steps over which cosine decays (warmup included)
-};
-
-struct ScalerState {
-  float scale = 1.0f;
-  std::int32_t growth_tracker = 0;    // consecutive finite steps since the last growth or backoff
-  std::int32_t hysteresis_left = 1;   // overflows still tolerated before the next backoff
-  std::int32_t consecutive_skips = 0;
-};
 
 // Written by the unscale/check pass, read by the optimizer and the scaler update.
 struct StepControl {
@@ -58,7 +31,9 @@ struct StepControl {
 // Everything that changes from one step to the next lives here, on the device, so a step's
 // kernels take the same arguments every time (and a CUDA graph can replay them): which
 // micro-batch rows to read, which ring slot to log into, the learning rate, all derive from
-// steps_taken + steps_skipped (= the optimizer steps done before this one).
+// steps_taken + steps_skipped (= the optimizer steps done before this one). State of a size
+// that depends on the model (FP8's per-tensor amax histories and scales) is a device buffer
+// beside this one, owned by the same StepState.
 struct DeviceStepState {
   ScalerState scaler;
   StepControl control;
@@ -79,62 +54,5 @@ struct StepRecord {
   std::int32_t skipped = 0;
   std::int32_t consecutive_skips = 0;
 };
-
-inline ScalerState initial_scaler_state(const LossScalerConfig& c, bool scaling_enabled) {
-  ScalerState s;
-  s.scale = scaling_enabled ? c.init_scale : 1.0f;
-  s.hysteresis_left = c.hysteresis;
-  return s;
-}
-
-// torch.amp.GradScaler.update() (_amp_update_scale_), plus hysteresis and bounds:
-//  - overflow: the growth tracker resets; after `hysteresis` overflows the scale backs off
-//    (never below min_scale) and the hysteresis budget refills;
-//  - finite: the tracker counts up; at growth_interval the scale grows if the result is finite
-//    (capped at max_scale), the tracker resets and the hysteresis budget refills.
-HT_HD void update_loss_scale(ScalerState& s, bool found_inf, const LossScalerConfig& c) {
-  if (found_inf) {
-    s.consecutive_skips += 1;
-    if (!c.dynamic) return;
-    s.growth_tracker = 0;
-    s.hysteresis_left -= 1;
-    if (s.hysteresis_left <= 0) {
-      const float backed_off = s.scale * c.backoff_factor;
-      s.scale = backed_off > c.min_scale ? backed_off : c.min_scale;
-      s.hysteresis_left = c.hysteresis;
-    }
-    return;
-  }
-  s.consecutive_skips = 0;
-  if (!c.dynamic) return;
-  s.growth_tracker += 1;
-  if (s.growth_tracker == c.growth_interval) {
-    const float grown = s.scale * c.growth_factor;
-    if (std::isfinite(grown)) s.scale = grown < c.max_scale ? grown : c.max_scale;
-    s.growth_tracker = 0;
-    s.hysteresis_left = c.hysteresis;
-  }
-}
-
-// Learning rate for the update after `steps_taken` successful updates. Skipped steps do not
-// advance it. Computed in double on host and device alike.
-HT_HD float scheduled_lr(const LrSchedule& s, std::int64_t steps_taken) {
-  if (steps_taken < s.warmup_steps)
-    return static_cast<float>(static_cast<double>(s.base_lr) * static_cast<double>(steps_taken + 1) /
-                              static_cast<double>(s.warmup_steps));
-  if (s.kind == LrSchedule::constant) return s.base_lr;
-  const std::int64_t span = s.total_steps - s.warmup_steps;
-  double progress = span > 0 ? static_cast<double>(steps_taken - s.warmup_steps) / static_cast<double>(span) : 1.0;
-  progress = progress < 0 ? 0 : (progress > 1 ? 1 : progress);
-  const double pi = 3.14159265358979323846;
-  return static_cast<float>(s.min_lr + 0.5 * (static_cast<double>(s.base_lr) - s.min_lr) * (1.0 + cos(pi * progress)));
-}
-
-// clip_grad_norm_'s coefficient: gradients are multiplied by it when max_norm > 0.
-HT_HD float clip_coefficient(float grad_norm, float max_norm) {
-  if (max_norm <= 0) return 1.0f;
-  const float coef = max_norm / (grad_norm + 1e-6f);
-  return coef < 1.0f ? coef : 1.0f;
-}
 
 }  // namespace ht

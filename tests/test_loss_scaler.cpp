@@ -90,6 +90,7 @@ namespace {
 struct ScalerRig {
   std::unique_ptr<Backend> backend = make_cpu_backend();
   ParamArena arena;
+  std::unique_ptr<StepState> steps;
   std::unique_ptr<LossScaler> scaler;
   Tensor log = backend->buffer(2 * sizeof(std::int32_t));
   Tensor record = backend->buffer(sizeof(StepRecord));
@@ -100,7 +101,8 @@ struct ScalerRig {
     arena.allocate(*backend, DType::f32);
     LossScalerConfig c;
     c.init_scale = scale;
-    scaler = std::make_unique<LossScaler>(*backend, arena, c, true);
+    steps = std::make_unique<StepState>(*backend, LrSchedule{});
+    scaler = std::make_unique<LossScaler>(*backend, arena, *steps, c, true);
   }
   void set_grads(int tensor, const std::vector<float>& g) { upload(*backend, arena.grad(tensor), g); }
   std::vector<std::int32_t> flags() { return download<std::int32_t>(*backend, log); }
@@ -118,8 +120,8 @@ TEST_CASE("unscale: one read-only pass finds inf/NaN per tensor at any position,
       g0[static_cast<std::size_t>(pos)] = poison;
       rig.set_grads(0, g0);
       rig.set_grads(1, std::vector<float>(static_cast<std::size_t>(n1), 1024.0f));
-      rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
-      const DeviceStepState s = rig.scaler->read_state();
+      rig.scaler->unscale(0, rig.log.data_as<std::int32_t>(), 1);
+      const DeviceStepState s = rig.steps->read();
       CHECK(s.control.found_inf == 1);
       CHECK(rig.flags() == std::vector<std::int32_t>{1, 0});
       const std::vector<float> g = download<float>(*rig.backend, rig.arena.grad(1));
@@ -129,8 +131,8 @@ TEST_CASE("unscale: one read-only pass finds inf/NaN per tensor at any position,
   ScalerRig rig(n0, n1, 4);
   rig.set_grads(0, std::vector<float>(static_cast<std::size_t>(n0), 4.0f));  // unscaled: 1
   rig.set_grads(1, std::vector<float>(static_cast<std::size_t>(n1), 8.0f));  // unscaled: 2
-  rig.scaler->unscale(1.0f, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
-  const DeviceStepState s = rig.scaler->read_state();
+  rig.scaler->unscale(1.0f, rig.log.data_as<std::int32_t>(), 1);
+  const DeviceStepState s = rig.steps->read();
   const double norm = std::sqrt(static_cast<double>(n0) + 4.0 * static_cast<double>(n1));
   CHECK(s.control.found_inf == 0);
   CHECK(s.control.grad_norm == Approx(norm).epsilon(1e-6));
@@ -142,10 +144,11 @@ TEST_CASE("unscale on an empty parameter list is clean", "[scaler]") {
   auto backend = make_cpu_backend();
   ParamArena arena;
   arena.allocate(*backend, DType::f32);
-  LossScaler scaler(*backend, arena, LossScalerConfig{}, true);
-  scaler.unscale(0, LrSchedule{}, nullptr, 1);
-  CHECK(scaler.read_state().control.found_inf == 0);
-  CHECK(scaler.read_state().control.grad_norm == 0);
+  StepState steps(*backend, LrSchedule{});
+  LossScaler scaler(*backend, arena, steps, LossScalerConfig{}, true);
+  scaler.unscale(0, nullptr, 1);
+  CHECK(steps.read().control.found_inf == 0);
+  CHECK(steps.read().control.grad_norm == 0);
 }
 
 TEST_CASE("the scaler's state machine rejects unscaling or stepping twice, as PyTorch does", "[scaler]") {
@@ -156,12 +159,12 @@ TEST_CASE("the scaler's state machine rejects unscaling or stepping twice, as Py
   auto* record = rig.record.data_as<StepRecord>();
   CHECK_THROWS_WITH(rig.scaler->step(opt), Catch::Contains("unscale() first"));
   CHECK_THROWS_WITH(rig.scaler->update(record, 1), Catch::Contains("before step()"));
-  rig.scaler->unscale(0, LrSchedule{}, log, 1);
-  CHECK_THROWS_WITH(rig.scaler->unscale(0, LrSchedule{}, log, 1), Catch::Contains("unscale() has already been called"));
+  rig.scaler->unscale(0, log, 1);
+  CHECK_THROWS_WITH(rig.scaler->unscale(0, log, 1), Catch::Contains("unscale() has already been called"));
   rig.scaler->step(opt);
   CHECK_THROWS_WITH(rig.scaler->step(opt), Catch::Contains("step() has already been called"));
   rig.scaler->update(record, 1);
-  rig.scaler->unscale(0, LrSchedule{}, log, 1);  // a new step may begin
+  rig.scaler->unscale(0, log, 1);  // a new step may begin
 }
 
 TEST_CASE("update writes the step record: the scale backward used, the norm, the skip", "[scaler]") {
@@ -169,14 +172,14 @@ TEST_CASE("update writes the step record: the scale backward used, the norm, the
   OptimizerConfig oc;
   Optimizer opt(*rig.backend, rig.arena, oc);
   rig.set_grads(1, {1.0f, INFINITY, 0.0f});
-  rig.scaler->unscale(0, LrSchedule{}, rig.log.data_as<std::int32_t>(), 1);
+  rig.scaler->unscale(0, rig.log.data_as<std::int32_t>(), 1);
   rig.scaler->step(opt);
   rig.scaler->update(rig.record.data_as<StepRecord>(), 1);
   const StepRecord r = download<StepRecord>(*rig.backend, rig.record)[0];
   CHECK(r.skipped == 1);
   CHECK(r.loss_scale == 256);
   CHECK(r.consecutive_skips == 1);
-  const DeviceStepState s = rig.scaler->read_state();
+  const DeviceStepState s = rig.steps->read();
   CHECK(s.scaler.scale == 128);
   CHECK(s.steps_skipped == 1);
   CHECK(s.steps_taken == 0);

@@ -5,7 +5,8 @@
 #include "data/dataset.h"
 #include "train/fault_injection.h"
 #include "engine/optimizer.h"
-#include "kernels/step_state.h"
+#include "kernels/loss_scale.h"
+#include "kernels/lr_schedule.h"
 #include "models/spec.h"
 
 #include <cstdint>

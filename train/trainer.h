@@ -6,7 +6,8 @@
 // with every decision (skip, scale, LR) taken on the device; the host only queues work and,
 // every --log-every steps, reads back what happened.
 //
-// One file a concept: train/trainer.cpp (setup and the run loop), trainer_step.cpp (the step),
+// One file a concept: train/trainer.cpp (the constructor's steps and the run loop),
+// trainer_setup.cpp (those steps), trainer_step.cpp (the step),
 // trainer_eval.cpp (evaluation), trainer_checkpoint.cpp (save, restore, the run's identity),
 // trainer_health.cpp (stopping on endless overflows, divergence or a signal),
 // trainer_sharding.cpp (ZeRO-1/2).
@@ -21,6 +22,7 @@
 #include "engine/loss_scaler.h"
 #include "engine/optimizer.h"
 #include "engine/params.h"
+#include "engine/step_state.h"
 #include "models/model.h"
 #include "train/fault_injection.h"
 #include "train/memory_account.h"
@@ -69,6 +71,7 @@ class Trainer {
   const ParamArena& params() const { return params_; }
   const Reducer* reducer() const { return reducer_.get(); }
   const LossScaler& scaler() const { return *scaler_; }
+  const StepState& step_state() const { return *steps_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   std::int64_t total_steps() const { return total_steps_; }
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
@@ -81,6 +84,16 @@ class Trainer {
   const MemoryAccount& dry_run();
 
  private:
+  // Setup, in the constructor's order (train/trainer_setup.cpp).
+  void check_configuration();
+  std::size_t make_model_and_batches(const DataSplit& data);  // returns the data's device bytes
+  void describe_model(const DataSplit& data);
+  void initialize_weights();
+  void make_shards_and_reducer();
+  void make_step_state_and_optimizer();
+  void make_log(std::ostream* log);
+  void resume(const std::string& path);
+
   void queue_step(bool inject_overflow);  // the step's device work, the same every step
   void measure_persistent_memory(std::size_t in_use_at_start, std::size_t data_bytes);
   // ZeRO-1/2: the scaler combines the shards' norm partials and overflow flags over the ranks;
@@ -115,6 +128,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<TrainingBatches> batches_;
   std::unique_ptr<EvalBatches> eval_;
+  std::unique_ptr<StepState> steps_;  // the step's state on the device: count, LR, loss scale, skip flag
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Reducer> reducer_;  // data parallelism; null in a world of one

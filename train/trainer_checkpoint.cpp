@@ -11,7 +11,7 @@ CheckpointState Trainer::snapshot() const {
   s.arena_size = params_.size();
   s.master = download<float>(backend_, params_.master());
   s.optimizer = full_optimizer_state();
-  s.step_state = scaler_->read_state();
+  s.step_state = steps_->read();
   s.step = steps_done_;
   s.config = run_identity();
   s.model_metadata = model_metadata_;
@@ -120,7 +120,7 @@ void Trainer::restore(const CheckpointState& s) {
   DeviceStepState d = s.step_state;
   d.control = StepControl{};
   d.step_loss = 0;
-  scaler_->write_state(d);
+  steps_->write(d);
   steps_done_ = s.step;
   log_->start_after(s.step);
   backend_.synchronize();

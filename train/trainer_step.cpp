@@ -49,7 +49,7 @@ void Trainer::queue_step(bool inject_overflow) {
   const auto divisor = static_cast<float>(rows_per_step_);
   for (std::int64_t micro = 0; micro < config_.accum_steps; ++micro) {
     // data: this step's micro-batch, located on the device from the step counter
-    const Batch batch = batches_->micro_batch(micro, scaler_->state(), dtype_);
+    const Batch batch = batches_->micro_batch(micro, steps_->device(), dtype_);
     // forward, recorded on the tape
     Tape tape;
     const bool last_micro_batch = micro + 1 == config_.accum_steps;
@@ -58,12 +58,12 @@ void Trainer::queue_step(bool inject_overflow) {
     const DropoutContext drop{.p = config_.dropout,
                               .seed = derive_seed(config_.seed, /*purpose=*/8),
                               .micro = static_cast<std::uint32_t>(micro * comm_.world_size() + comm_.rank()),
-                              .state = scaler_->state()};
+                              .state = steps_->device()};
     OpContext ctx{backend_, params_, &tape, config_.dropout > 0 ? &drop : nullptr};
     const Var logits = model_->forward(ctx, batch.input);
     // loss: mean cross-entropy over the step's rows, logit gradient × loss scale fused in, written
     // over the logits (nothing reads them after the loss)
-    cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), scaler_->scale(), divisor, scaler_->step_loss(),
+    cross_entropy(ctx, logits, {batch.targets.data_as<std::int32_t>(), steps_->loss_scale(), divisor, steps_->step_loss(),
                                 1.0f / divisor, nullptr, model_->classes(), /*gradient_in_place=*/true});
     if (measuring_step_) {  // what the forward keeps for the backward, above the state between steps
       const std::size_t in_use = backend_.memory_stats().in_use;
@@ -82,9 +82,9 @@ void Trainer::queue_step(bool inject_overflow) {
     backend_.fill({params_.grad_arena() + first, 1, INFINITY});
   }
   // unscale, check for inf/NaN, global norm, clip coefficient
-  scaler_->unscale(config_.clip_grad_norm, config_.schedule, log_->nonfinite_ring(), log_->ring_slots());
+  scaler_->unscale(config_.clip_grad_norm, log_->nonfinite_ring(), log_->ring_slots());
   // every rank makes the same skip decision: one overflowing rank makes all of them skip
-  if (comm_.world_size() > 1) comm_.allreduce(scaler_->found_inf(), 1, CommDType::i32, ReduceOp::max);
+  if (comm_.world_size() > 1) comm_.allreduce(steps_->found_inf(), 1, CommDType::i32, ReduceOp::max);
   // optimizer: skipped on the device when any gradient was non-finite (ZeRO-1: this rank's shard)
   scaler_->step(*optimizer_);
   if (!shards_.empty()) share_updated_shards();
