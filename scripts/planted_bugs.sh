@@ -83,7 +83,7 @@ plant kernels/reduce.cuh 's/for (int z = 0; z < slices; ++z)/for (int z = 0; z +
   "kernel bias_grad*" "column sums: sum_slices drops the last row slice"
 plant kernels/elementwise.cuh 's/    done = packs \* kPack;/    done = packs * kPack + 1;/' \
   "*packed where aligned*" "element-wise maps: the first element after the packs skipped"
-plant kernels/optimizers.cu '0,/  const float inv_scale = unscale_factor(\*state);/s//  const float inv_scale = 1.0f;/' \
+plant kernels/optimizers.cu '0,/control, unscale_factor(\*state),/s//control, 1.0f,/' \
   "kernels sgd and adamw unscale*" "AdamW: the optimizer forgets to unscale the arena's scaled gradients"
 plant kernels/gemm_mma.cuh 's/        bf\[j\]\[1\] = r\[1\];/        bf[j][1] = r[2];/' "[gemm]~[.]" "gemm_mma: B fragment registers swapped"
 plant kernels/gemm_mma.cuh 's/cp_async_wait<kStages - 2>();/cp_async_wait<kStages - 1>();/' "[gemm]~[.]" \
