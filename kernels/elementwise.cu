@@ -1,73 +1,69 @@
-// Element-wise kernels: casts, fills, scaling and sums of two tensors. Grid-stride loops,
-// 256 threads a block; the maps take 16-byte (fp32) or 8-byte (fp16/bf16) packs of 4 elements
-// where every pointer allows (kernels/elementwise.cuh).
+// The kernels of the element-wise ops (kernels/elementwise.h): for each op of
+// HT_ELEMENTWISE_OPS one kernel, NAME_kernel<Out, In...>, instantiated for the dtypes its
+// operands take, and its launcher. A kernel is the grid-stride map of kernels/elementwise.cuh,
+// 256 threads a block, moving packs of 4 elements (16 bytes of fp32, 8 of fp16/bf16) where
+// every pointer allows; each element is widened to FP32, computed by the op, rounded to the
+// output's dtype (nearest even).
 #include "kernels/elementwise.cuh"
 #include "kernels/launch.h"
+
+#include <tuple>
 
 namespace ht::gpu::inline HT_GPU_NS {
 
 namespace {
 
 constexpr int kBlock = 256;
+constexpr int kBlocksPerSM = 8;  // the SM full (64 warps): at most 32 registers a thread
 
-// src: (n) S -> dst: (n) D, rounded to nearest even.
-template <class S, class D>
-__global__ void __launch_bounds__(kBlock) cast_kernel(const S* __restrict__ src, D* __restrict__ dst, std::int64_t n, bool packed) {
-  map_elements(n, packed, [](S x) { return from_float<D>(to_float(x)); }, dst, src);
+// Calls f(p...) with each operand as a typed device pointer: an Operand as its dtype's device
+// type, a float* as it is.
+template <class F> void with_types(F&& f) { f(); }
+template <class F, class First, class... Rest> void with_types(F&& f, First first, Rest... rest) {
+  if constexpr (std::is_same_v<First, Operand> || std::is_same_v<First, ConstOperand>) {
+    dispatch(first.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using P = std::conditional_t<std::is_same_v<First, Operand>, T*, const T*>;
+      with_types([&](auto... r) { f(static_cast<P>(first.data), r...); }, rest...);
+    });
+  } else {
+    with_types([&](auto... r) { f(first, r...); }, rest...);
+  }
 }
 
-// dst: (n) fp32
-__global__ void __launch_bounds__(kBlock) fill_kernel(float* __restrict__ dst, std::int64_t n, float value, bool packed) {
-  map_elements(n, packed, [value] { return value; }, dst);
+// out: (n) Out = op(in: (n) In...), in FP32; out may alias an input of its type.
+template <class Op, class Out, class... In>
+__device__ __forceinline__ void map_op(const Op& op, bool packed, Out* out, const In*... in) {
+  map_elements(op.n, packed, [op](In... x) { return from_float<Out>(op(to_float(x)...)); }, out, in...);
 }
 
-// x: (n) fp32, scaled in place
-__global__ void __launch_bounds__(kBlock) scale_kernel(float* x, std::int64_t n, float alpha, bool packed) {
-  map_elements(n, packed, [alpha](float v) { return v * alpha; }, x, static_cast<const float*>(x));
+// launch(cfg, packed, out, in...) with the op's operands typed, if there is anything to do.
+template <class Args, class Launch> void launch_map(const Args& a, const Stream& s, Launch launch) {
+  if (a.n == 0) return;
+  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
+  std::apply([&](auto... operands) {
+    with_types([&](auto* out, const auto*... in) { launch(cfg, packs_aligned(out, in...), out, in...); },
+               a.out(), operands...);
+  }, a.ins());
 }
 
-// a: (n) A, b: (n) B -> out: (n) fp32 = a + b (out may alias a)
-template <class A, class B>
-__global__ void __launch_bounds__(kBlock) add_kernel(const A* a, const B* b, float* out, std::int64_t n, bool packed) {
-  map_elements(n, packed, [](A x, B y) { return to_float(x) + to_float(y); }, out, a, b);
-}
+template <class P> using Element = std::remove_const_t<std::remove_pointer_t<P>>;
 
 }  // namespace
 
-void launch_cast(const CastArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
-  dispatch2(a.src_dtype, a.dst_dtype, [&](auto src, auto dst) {
-    using S = typename decltype(src)::type;
-    using D = typename decltype(dst)::type;
-    const auto* from = static_cast<const S*>(a.src);
-    auto* to = static_cast<D*>(a.dst);
-    HT_LAUNCH((cast_kernel<S, D>), cfg, s, from, to, a.n, packs_aligned(from, static_cast<const D*>(to)));
-  });
-}
-
-void launch_fill(const FillArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  HT_LAUNCH(fill_kernel, (LaunchConfig{grid_for(a.n, kBlock, s), kBlock}), s, a.dst, a.n, a.value,
-            packs_aligned(static_cast<const float*>(a.dst)));
-}
-
-void launch_scale(const ScaleArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  HT_LAUNCH(scale_kernel, (LaunchConfig{grid_for(a.n, kBlock, s), kBlock}), s, a.x, a.n, a.alpha,
-            packs_aligned(static_cast<const float*>(a.x)));
-}
-
-void launch_add(const AddArgs& a, const Stream& s) {
-  if (a.n == 0) return;
-  const LaunchConfig cfg{grid_for(a.n, kBlock, s), kBlock};
-  dispatch2(a.a_dtype, a.b_dtype, [&](auto a_tag, auto b_tag) {
-    using A = typename decltype(a_tag)::type;
-    using B = typename decltype(b_tag)::type;
-    const auto* x = static_cast<const A*>(a.a);
-    const auto* y = static_cast<const B*>(a.b);
-    HT_LAUNCH((add_kernel<A, B>), cfg, s, x, y, a.out, a.n, packs_aligned(x, y, static_cast<const float*>(a.out)));
-  });
-}
+// One kernel an op, named after it (the profile's rows, the floors), and its launcher.
+#define HT_DEFINE_ELEMENTWISE_KERNEL(name, Args)                                                              \
+  template <class Out, class... In>                                                                           \
+  __global__ void __launch_bounds__(kBlock, kBlocksPerSM) name##_kernel(Args a, bool packed, Out* out,       \
+                                                                     const In*... in) {                      \
+    map_op(a, packed, out, in...);                                                                            \
+  }                                                                                                           \
+  void launch_##name(const Args& a, const Stream& s) {                                                        \
+    launch_map(a, s, [&](const LaunchConfig& cfg, bool packed, auto* out, const auto*... in) {                \
+      HT_LAUNCH((name##_kernel<Element<decltype(out)>, Element<decltype(in)>...>), cfg, s, a, packed, out, in...); \
+    });                                                                                                       \
+  }
+HT_ELEMENTWISE_OPS(HT_DEFINE_ELEMENTWISE_KERNEL)
+#undef HT_DEFINE_ELEMENTWISE_KERNEL
 
 }  // namespace ht::gpu::inline HT_GPU_NS

@@ -1,7 +1,8 @@
 // Every kernel the engine calls through a Backend, as X(name, ArgumentStruct). From this one
 // list come Backend's virtual `name(const Args&)`, the CPU backend's call of `name_ref(args)`
 // and the GPU backends' `launch_name(args, stream)` (kernels/launch.h). Adding a kernel is
-// kernels/NAME.h (its argument struct and NAME_ref), NAME_ref.cpp, NAME.cu, and one line here.
+// kernels/NAME.h (its argument struct and NAME_ref), NAME_ref.cpp, NAME.cu, and one line here;
+// an element-wise op is its declaration and one line in kernels/elementwise.h.
 // (The GEMMs are not listed: the backends choose among several implementations of them.)
 #pragma once
 
@@ -18,10 +19,7 @@
 #include "kernels/sum.h"
 
 #define HT_KERNELS(X)                          \
-  X(cast, CastArgs)                            \
-  X(fill, FillArgs)                            \
-  X(scale, ScaleArgs)                          \
-  X(add, AddArgs)                              \
+  HT_ELEMENTWISE_OPS(X)                        \
   X(gather_batch, GatherArgs)                  \
   X(sum, SumArgs)                              \
   X(bias_act, BiasActArgs)                     \

@@ -139,8 +139,21 @@ def occupancy(registers, threads):
     return blocks, blocks * warps / MAX_WARPS_PER_SM
 
 
+def elementwise_kernels(floors_path):
+    """The kernels of the element-wise ops: NAME_kernel for each X(NAME, Args) of
+    HT_ELEMENTWISE_OPS in kernels/elementwise.h (beside the floors file's tests/)."""
+    header = os.path.join(os.path.dirname(os.path.abspath(floors_path)), "..", "kernels", "elementwise.h")
+    with open(header, encoding="utf-8") as f:
+        text = f.read()
+    block = re.search(r"#define HT_ELEMENTWISE_OPS\(X\)((?:.*\\\n)*.*)", text)
+    if not block:
+        sys.exit(f"{header}: no HT_ELEMENTWISE_OPS list")
+    return [f"{name}_kernel" for name in re.findall(r"X\((\w+),", block.group(1))]
+
+
 def read_floors(path):
-    """{kernel base name: minimum occupancy in percent}; '#' starts a comment (the reason)."""
+    """{kernel base name: minimum occupancy in percent}; '#' starts a comment (the reason). The
+    line '@elementwise N%' is the floor of every element-wise op's kernel."""
     floors = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -149,7 +162,9 @@ def read_floors(path):
                 continue
             if len(fields) != 2 or not fields[1].endswith("%"):
                 sys.exit(f"{path}:{n}: expected 'KERNEL_NAME MIN_OCCUPANCY%  # reason', got: {line.strip()}")
-            floors[fields[0]] = float(fields[1][:-1])
+            names = elementwise_kernels(path) if fields[0] == "@elementwise" else [fields[0]]
+            for name in names:
+                floors[name] = float(fields[1][:-1])
     return floors
 
 

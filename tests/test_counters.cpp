@@ -4,6 +4,7 @@
 #include "comm/communicator.h"
 #include "data/dataset.h"
 #include "engine/backend.h"
+#include "kernels/elementwise.h"
 #include "simt/counters.h"
 #include "tests/counter_kernels.h"
 #include "tests/gpt_helpers.h"
@@ -109,6 +110,10 @@ struct Floor {
 
 constexpr const char* kTarget = "";
 const Floor kFloors[] = {
+// every element-wise op (kernels/elementwise.h) is held to the target
+#define HT_ELEMENTWISE_FLOOR(name, Args) {#name "_kernel", 0.90, 0.0, kTarget},
+    HT_ELEMENTWISE_OPS(HT_ELEMENTWISE_FLOOR)
+#undef HT_ELEMENTWISE_FLOOR
 #include "tests/counter_floors.inc"
 };
 
