@@ -144,13 +144,14 @@ if(HALFTAPE_HAVE_CUDA AND HT_CUOBJDUMP)
   add_custom_target(ht_kernel_resources ALL DEPENDS ${HT_KERNEL_RESOURCES})
 endif()
 
-# The NCCL communicator (comm/), in a build with CUDA.
+# The NCCL communicator (comm/), in a build with CUDA. It calls NCCL and the Backend interface,
+# never the CUDA runtime: it needs nccl.h (and the CUDA headers nccl.h includes) and libnccl.
 function(halftape_link_nccl target)
   target_compile_definitions(${target} PRIVATE HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>)
   if(HALFTAPE_HAVE_CUDA)
     target_sources(${target} PRIVATE comm/nccl_communicator.cpp)
-    target_include_directories(${target} PUBLIC ${HT_NCCL_INCLUDE_DIR})
-    target_link_libraries(${target} PUBLIC ${HT_NCCL_LIBRARY} ht_gpu_cuda)
+    target_include_directories(${target} PUBLIC ${HT_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+    target_link_libraries(${target} PUBLIC ${HT_NCCL_LIBRARY})
   endif()
 endfunction()
 

@@ -1,11 +1,13 @@
+// The NCCL communicator: NCCL's collectives on the backend's streams, bootstrapped by MPI. It
+// calls NCCL and the Backend only - streams, events, capture and the watchdog's device all come
+// from the Backend interface (engine/backend.h), never from the CUDA runtime - so one file serves
+// every backend that has streams.
 #include "comm/nccl_communicator.h"
 
 #include "comm/mpi_check.h"
 #include "comm/watchdog.h"
 #include "engine/backend.h"
-#include "engine/gpu/runtime.h"  // HT_CUDA_CHECK
 
-#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -50,27 +52,27 @@ class NcclCommunicator;
 
 class NcclRequest final : public CommRequest {
  public:
-  NcclRequest(cudaStream_t compute, cudaEvent_t done) : compute_(compute), done_(done) {}
+  NcclRequest(Backend& backend, std::unique_ptr<Event> done) : backend_(backend), done_(std::move(done)) {}
   ~NcclRequest() override {
-    if (done_) {
-      cudaStreamWaitEvent(compute_, done_, 0);
-      cudaEventDestroy(done_);
+    try {
+      wait();
+    } catch (const std::exception& e) {  // (a destructor must not throw: the watchdog reports the failure)
+      std::fprintf(stderr, "halftape: error: %s\n", e.what());
     }
   }
   // Orders the compute stream after the collective; the host does not wait.
   void wait() override {
     if (!done_) return;
-    HT_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
-    HT_CUDA_CHECK(cudaEventDestroy(done_));
-    done_ = nullptr;
+    backend_.wait_for(*done_);
+    done_.reset();
   }
   // NCCL makes progress by itself; and querying an event while a graph is being captured is an
   // error. So this never looks.
   bool test() override { return !done_; }
 
  private:
-  cudaStream_t compute_;
-  cudaEvent_t done_;
+  Backend& backend_;
+  std::unique_ptr<Event> done_;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -80,18 +82,19 @@ class NcclCommunicator final : public Communicator {
         rank_(world ? world->rank() : 0),
         size_(world ? world->size() : 1),
         local_rank_(world ? world->local_rank() : 0),
+        backend_(backend),
         compute_(static_cast<cudaStream_t>(backend.native_stream())),
         timeout_(timeout) {
-    HT_CHECK(backend.device() == Device::cuda && compute_, "--comm nccl needs --device cuda");
+    HT_CHECK(compute_, "--comm nccl needs a backend with device streams (--device cuda), not {}", device_name(backend.device()));
     HT_CHECK(timeout > 0, "--comm-timeout must be positive");
-    HT_CUDA_CHECK(cudaGetDevice(&device_));  // the backend's GPU: the watchdog thread works on it too
     ncclUniqueId id{};
     if (rank_ == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
     if (world_) HT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
     HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
-    HT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+    side_ = backend.side_stream();
+    comm_stream_ = static_cast<cudaStream_t>(side_->native());
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -102,10 +105,13 @@ class NcclCommunicator final : public Communicator {
     }
     wake_.notify_all();
     watchdog_.join();
-    cudaStreamSynchronize(comm_stream_);
-    for (auto& f : in_flight_) cudaEventDestroy(f.event);
+    try {
+      side_->synchronize();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "halftape: error: %s\n", e.what());
+    }
+    in_flight_.clear();
     ncclCommDestroy(comm_);
-    cudaStreamDestroy(comm_stream_);
   }
 
   std::string name() const override { return "nccl"; }
@@ -116,7 +122,7 @@ class NcclCommunicator final : public Communicator {
   void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_allreduce(count, type);
     HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
-    track(compute_, fmt::format("allreduce of {} elements", count));
+    track(Queue::compute, fmt::format("allreduce of {} elements", count));
   }
 
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
@@ -128,12 +134,12 @@ class NcclCommunicator final : public Communicator {
 
   void broadcast(void* data, std::size_t bytes, int root) override {
     HT_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, compute_));
-    track(compute_, fmt::format("broadcast of {} bytes", bytes));
+    track(Queue::compute, fmt::format("broadcast of {} bytes", bytes));
   }
 
   void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op) override {
     HT_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
-    track(compute_, fmt::format("reduce-scatter of {} elements a rank", count));
+    track(Queue::compute, fmt::format("reduce-scatter of {} elements a rank", count));
   }
 
   // NCCL's reduce-scatter takes equal blocks: unequal ones are a reduce to each block's rank,
@@ -160,11 +166,11 @@ class NcclCommunicator final : public Communicator {
 
   void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
     HT_NCCL_CHECK(ncclAllGather(send, recv, static_cast<std::size_t>(count), nccl_type(type), comm_, compute_));
-    track(compute_, fmt::format("all-gather of {} elements a rank", count));
+    track(Queue::compute, fmt::format("all-gather of {} elements a rank", count));
   }
 
   void barrier() override {
-    HT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    backend_.synchronize();
     if (world_) world_->allreduce_max(0, timeout_, "barrier");
   }
 
@@ -177,60 +183,55 @@ class NcclCommunicator final : public Communicator {
   }
 
   // A replayed CUDA graph holds collectives too: an event after it, watched like the others.
-  void watch_queued_work(const std::string& what) override { track(compute_, what); }
+  void watch_queued_work(const std::string& what) override { track(Queue::compute, what); }
 
  private:
+  enum class Queue { compute, comm };
   // The asynchronous collectives run on the comm stream, after the compute stream's work so far...
-  void comm_after_compute() {
-    cudaEvent_t ready = nullptr;
-    HT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    HT_CUDA_CHECK(cudaEventRecord(ready, compute_));
-    HT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready, 0));
-    HT_CUDA_CHECK(cudaEventDestroy(ready));
-  }
+  void comm_after_compute() { side_->wait_for(*backend_.record_event()); }
   // ... watched, with a request whose wait() makes the compute stream wait for them.
   std::unique_ptr<CommRequest> comm_request(std::string what) {
-    cudaEvent_t done = nullptr;
-    HT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    HT_CUDA_CHECK(cudaEventRecord(done, comm_stream_));
-    track(comm_stream_, std::move(what));
-    return std::make_unique<NcclRequest>(compute_, done);
+    track(Queue::comm, std::move(what));
+    return std::make_unique<NcclRequest>(backend_, side_->record_event());
   }
   // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
   // graph is being captured: there is nothing running to watch, only a recording.)
-  void track(cudaStream_t stream, std::string what) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    HT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) return;
-    cudaEvent_t e = nullptr;
-    HT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    HT_CUDA_CHECK(cudaEventRecord(e, stream));
+  void track(Queue queue, std::string what) {
+    if (backend_.capturing()) return;
+    std::unique_ptr<Event> e = queue == Queue::comm ? side_->record_event() : backend_.record_event();
     std::lock_guard lock(mutex_);
-    in_flight_.push_back({e, Clock::now(), std::move(what)});
+    in_flight_.push_back({std::move(e), Clock::now(), std::move(what)});
   }
 
   // The watchdog: PyTorch's NCCL watchdog in miniature. It never calls MPI (this MPI is
   // initialised for the main thread only): on a problem it prints, aborts the NCCL
   // communicator and exits the process, and mpirun then ends the job.
   void watch() {
-    const cudaError_t set = cudaSetDevice(device_);  // events and NCCL live on this GPU
+    std::string bound;  // events and NCCL live on the backend's device
+    try {
+      backend_.bind_thread();
+    } catch (const std::exception& e) {
+      bound = fmt::format("the watchdog could not work on the backend's device: {}", e.what());
+    }
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) {
-      std::string problem = set == cudaSuccess ? "" : fmt::format("cudaSetDevice({}) in the watchdog: {}", device_,
-                                                                  cudaGetErrorString(set));
+      std::string problem = bound;
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
       if (problem.empty() && async != ncclSuccess && async != ncclInProgress)
         problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
       while (problem.empty() && !in_flight_.empty()) {
         InFlight& f = in_flight_.front();
-        const cudaError_t q = cudaEventQuery(f.event);
-        const WatchedState state = q == cudaSuccess ? WatchedState::done
-                                   : q == cudaErrorNotReady ? WatchedState::running : WatchedState::failed;
+        WatchedState state = WatchedState::failed;
+        std::string error;
+        try {
+          state = f.event->ready() ? WatchedState::done : WatchedState::running;
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
         const double age = std::chrono::duration<double>(Clock::now() - f.issued).count();
-        problem = watchdog_problem(state, cudaGetErrorString(q), age, timeout_, f.what);
+        problem = watchdog_problem(state, error, age, timeout_, f.what);
         if (state != WatchedState::done) break;
-        cudaEventDestroy(f.event);
         in_flight_.pop_front();
       }
       if (!problem.empty()) {
@@ -243,15 +244,16 @@ class NcclCommunicator final : public Communicator {
   }
 
   struct InFlight {
-    cudaEvent_t event;
+    std::unique_ptr<Event> event;
     Clock::time_point issued;
     std::string what;
   };
 
   const MpiWorld* world_;
   int rank_, size_, local_rank_;
-  int device_ = 0;
-  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+  Backend& backend_;
+  std::unique_ptr<SideStream> side_;
+  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;  // the backend's streams, as NCCL takes them
   ncclComm_t comm_ = nullptr;
   double timeout_;
   std::mutex mutex_;

@@ -25,6 +25,10 @@ DeviceChoice parse_device(std::string_view name) {
   fail(fmt::format("--device: '{}' is not one of cpu, simt, cuda, auto", name));
 }
 
+std::unique_ptr<SideStream> Backend::side_stream() {
+  fail(fmt::format("the {} backend has one stream of work: no side stream for a communicator", device_name(device())));
+}
+
 void Backend::begin_capture() {
   fail(fmt::format("--cuda-graph needs a GPU backend (--device cuda or simt), not {}", device_name(device())));
 }

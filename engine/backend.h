@@ -30,6 +30,18 @@ class Event {
   virtual float elapsed_ms_since(Event& start) = 0;
 };
 
+// A second stream of device work, for communication: what is queued on it runs in its own order,
+// and it is ordered against the backend's compute stream only through events (record_event on
+// one, wait_for on the other), as CUDA streams are.
+class SideStream {
+ public:
+  virtual ~SideStream() = default;
+  virtual void* native() = 0;                          // its cudaStream_t: what NCCL queues on
+  virtual std::unique_ptr<Event> record_event() = 0;   // after the work queued on it so far
+  virtual void wait_for(Event& e) = 0;                 // work queued on it from now on waits for e
+  virtual void synchronize() = 0;
+};
+
 // A captured stream of work (a CUDA graph), replayed with the arguments it was captured with.
 class Graph {
  public:
@@ -67,7 +79,14 @@ class Backend {
 
   virtual std::unique_ptr<Event> record_event() = 0;
   virtual void synchronize() = 0;
-  virtual void* native_stream() { return nullptr; }  // cudaStream_t of the cuda backend
+  virtual void* native_stream() { return nullptr; }  // cudaStream_t of the GPU backends
+  // Streams and events for the communicator (comm/): a side stream (GPU backends; the cpu
+  // backend has one queue and says so), the compute stream waiting for an event, whether a
+  // graph is being captured, and the device a watchdog thread must work on.
+  virtual std::unique_ptr<SideStream> side_stream();
+  virtual void wait_for(Event& e) { e.wait(); }  // compute-stream work queued from now on waits for e
+  virtual bool capturing() const { return false; }
+  virtual void bind_thread() {}                  // the calling thread works on this backend's device
   virtual std::size_t last_level_cache_bytes() const { return 0; }  // a GPU's L2; benchmarks flush it
   // CPU seconds the calling thread has spent running the device's work itself (the emulator
   // runs kernels on it); 0 where the device works asynchronously. Host overhead excludes it.

@@ -1,7 +1,9 @@
 // The rules data-parallel ranks use to agree (comm/agreement.h) and the NCCL watchdog's verdict
-// (comm/watchdog.h), tested as plain functions: no MPI, no GPU needed.
+// (comm/watchdog.h), tested as plain functions, and the streams and events the NCCL communicator
+// takes from the Backend: no MPI, no GPU needed.
 #include "comm/agreement.h"
 #include "comm/watchdog.h"
+#include "engine/backend.h"
 #include "ground/error.h"
 
 #include <catch2/catch.hpp>
@@ -78,4 +80,29 @@ TEST_CASE("a failed call names its file as the source tree does, whatever folder
   CHECK(std::string(source_path("..hidden/x.cpp")) == "..hidden/x.cpp");
   CHECK_THROWS_WITH(call_failed("ncclAllReduce(...)", "unhandled system error", "../comm/nccl.cpp", 42),
                     "ncclAllReduce(...) failed: unhandled system error (comm/nccl.cpp:42)");
+}
+
+TEST_CASE("backend streams for the communicator: a GPU backend's side stream is ordered by events, the cpu backend has "
+          "none and says so", "[comm]") {
+  const std::unique_ptr<Backend> cpu = make_backend(DeviceChoice::cpu);
+  CHECK_THROWS_WITH(cpu->side_stream(), Catch::Contains("one stream of work"));
+  const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
+  std::unique_ptr<SideStream> side = gpu->side_stream();
+  REQUIRE(side->native() != nullptr);
+  CHECK(side->native() != gpu->native_stream());
+  // compute -> side -> compute, as the communicator orders a bucket's allreduce
+  const Tensor x = gpu->zeros(Shape{1000}, DType::f32);
+  gpu->fill({x.data_as<float>(), x.numel(), 3.0f});
+  side->wait_for(*gpu->record_event());
+  const std::unique_ptr<Event> done = side->record_event();
+  gpu->wait_for(*done);
+  CHECK(download<float>(*gpu, x)[999] == 3.0f);
+  CHECK(done->ready());
+  side->synchronize();
+  gpu->bind_thread();
+  CHECK_FALSE(gpu->capturing());
+  gpu->begin_capture();
+  CHECK(gpu->capturing());
+  const std::unique_ptr<Graph> graph = gpu->end_capture();
+  CHECK_FALSE(gpu->capturing());
 }

@@ -55,6 +55,23 @@ class GpuEvent final : public Event {
   cudaEvent_t event_ = nullptr;
 };
 
+// The communicator's stream; its events are GpuEvents, as the compute stream's are.
+class GpuSideStream final : public SideStream {
+ public:
+  GpuSideStream() { HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~GpuSideStream() override {
+    rt::cudaStreamSynchronize(stream_);
+    rt::cudaStreamDestroy(stream_);
+  }
+  void* native() override { return stream_; }
+  std::unique_ptr<Event> record_event() override { return std::make_unique<GpuEvent>(stream_); }
+  void wait_for(Event& e) override { HT_CUDA_CHECK(rt::cudaStreamWaitEvent(stream_, dynamic_cast<GpuEvent&>(e).handle(), 0)); }
+  void synchronize() override { HT_CUDA_CHECK(rt::cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 class GpuGraph final : public Graph {
  public:
   GpuGraph(cudaGraphExec_t exec, cudaStream_t stream, std::vector<void*> owned, std::function<void(void*)> free)
@@ -83,6 +100,7 @@ class GpuBackend final : public Backend {
                    },
                    [](void* p) { rt::cudaFree(p); }) {
     HT_CUDA_CHECK(rt::cudaSetDevice(device));
+    device_ = device;
     HT_CUDA_CHECK(rt::cudaGetDeviceProperties(&props_, device));
     HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_.handle, cudaStreamNonBlocking));
     stream_.sm_count = props_.multiProcessorCount;
@@ -182,6 +200,16 @@ class GpuBackend final : public Backend {
   std::unique_ptr<Event> record_event() override { return std::make_unique<GpuEvent>(stream_.handle); }
   void synchronize() override { HT_CUDA_CHECK(rt::cudaStreamSynchronize(stream_.handle)); }
   void* native_stream() override { return stream_.handle; }
+  std::unique_ptr<SideStream> side_stream() override { return std::make_unique<GpuSideStream>(); }
+  void wait_for(Event& e) override {
+    HT_CUDA_CHECK(rt::cudaStreamWaitEvent(stream_.handle, dynamic_cast<GpuEvent&>(e).handle(), 0));
+  }
+  bool capturing() const override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    HT_CUDA_CHECK(rt::cudaStreamIsCapturing(stream_.handle, &status));
+    return status != cudaStreamCaptureStatusNone;
+  }
+  void bind_thread() override { HT_CUDA_CHECK(rt::cudaSetDevice(device_)); }
   std::size_t last_level_cache_bytes() const override {
     return kDevice == Device::cuda ? static_cast<std::size_t>(props_.l2CacheSize) : 0;
   }
@@ -289,6 +317,7 @@ class GpuBackend final : public Backend {
 #endif
   cudaDeviceProp props_{};
   Stream stream_;
+  int device_ = 0;
 };
 
 }  // namespace
