@@ -51,6 +51,8 @@ if(HALFTAPE_HAVE_SIMT)
                  simt/counters.cpp
                  DEPENDS ht_ground Boost::context Threads::Threads)
   target_include_directories(ht_simt_runtime PUBLIC ${HT_CUDA_INCLUDE_DIR})
+  # The hooks of simt/foreign_hooks.h, exported by every executable the emulator is linked into.
+  target_link_options(ht_simt_runtime INTERFACE "LINKER:--export-dynamic-symbol=ht_emu_*")
   if(HALFTAPE_RACECHECK)  # the scheduler's bookkeeping and stack switches are not the kernels' accesses
     target_compile_options(ht_simt_runtime PRIVATE -fno-sanitize=thread)
   endif()

@@ -13,10 +13,13 @@ namespace ht {
 std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorld* world, Backend& backend,
                                                 double timeout_seconds) {
   const bool on_gpu = backend.device() == Device::cuda;
+  // NCCL needs device streams: the cuda backend's, or the emulator's with the NCCL stand-in of the
+  // tests (the communicator checks that it is the one loaded).
+  const bool has_streams = backend.device() != Device::cpu;
 #if HALFTAPE_HAVE_CUDA
   // One process asking for NCCL explicitly gets a one-rank NCCL communicator (a check of the path).
   if (!world && choice == CommChoice::nccl) {
-    HT_CHECK(on_gpu, "--comm nccl moves GPU memory: it needs --device cuda");
+    HT_CHECK(has_streams, "--comm nccl moves GPU memory: it needs --device cuda");
     return make_nccl_communicator(nullptr, backend, timeout_seconds);
   }
 #endif
@@ -27,7 +30,7 @@ std::unique_ptr<Communicator> make_communicator(CommChoice choice, const MpiWorl
     return make_mpi_communicator(*world, timeout_seconds);
   }
 #if HALFTAPE_HAVE_CUDA
-  HT_CHECK(on_gpu, "--comm nccl moves GPU memory: it needs --device cuda");
+  HT_CHECK(has_streams, "--comm nccl moves GPU memory: it needs --device cuda");
   return make_nccl_communicator(world, backend, timeout_seconds);
 #else
   fail("--comm nccl: this build has no CUDA backend (built without nvcc)");

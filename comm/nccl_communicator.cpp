@@ -22,8 +22,20 @@
   do {                                                                                           \
     const ncclResult_t ht_nccl_rc_ = (call);                                                     \
     if (ht_nccl_rc_ != ncclSuccess)                                                              \
-      ::ht::call_failed(#call, ncclGetErrorString(ht_nccl_rc_), __FILE__, __LINE__);         \
+      ::ht::call_failed(#call, ncclGetErrorString(ht_nccl_rc_), __FILE__, __LINE__);             \
   } while (0)
+// A collective's call: the communicator's last error (what NCCL says went wrong) in the message.
+#define HT_NCCL_CHECK_COMM(call)                                                                 \
+  do {                                                                                           \
+    const ncclResult_t ht_nccl_rc_ = (call);                                                     \
+    if (ht_nccl_rc_ != ncclSuccess)                                                              \
+      ::ht::call_failed(#call, fmt::format("{}: {}", ncclGetErrorString(ht_nccl_rc_), ncclGetLastError(comm_)).c_str(), \
+                        __FILE__, __LINE__);                                                     \
+  } while (0)
+
+// Defined only by the NCCL stand-in of the tests (tests/nccl_standin), which moves the SIMT
+// emulator's memory: where it is missing, the NCCL this process loaded is the real one.
+extern "C" __attribute__((weak)) const char* ht_nccl_stand_in();
 
 namespace ht {
 
@@ -86,6 +98,9 @@ class NcclCommunicator final : public Communicator {
         compute_(static_cast<cudaStream_t>(backend.native_stream())),
         timeout_(timeout) {
     HT_CHECK(compute_, "--comm nccl needs a backend with device streams (--device cuda), not {}", device_name(backend.device()));
+    HT_CHECK(backend.device() == Device::cuda || ht_nccl_stand_in,
+             "--comm nccl with --device {}: the real NCCL moves GPU memory only; the emulator's needs the NCCL stand-in "
+             "of the tests (LD_LIBRARY_PATH=BUILD/nccl_standin, docs/distributed.md)", device_name(backend.device()));
     HT_CHECK(timeout > 0, "--comm-timeout must be positive");
     ncclUniqueId id{};
     if (rank_ == 0) HT_NCCL_CHECK(ncclGetUniqueId(&id));
@@ -95,7 +110,7 @@ class NcclCommunicator final : public Communicator {
     HT_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
     side_ = backend.side_stream();
     comm_stream_ = static_cast<cudaStream_t>(side_->native());
-    watchdog_ = std::thread([this] { watch(); });
+    watchdog_ = std::thread([this] { watchdog_loop(); });
   }
 
   ~NcclCommunicator() override {
@@ -121,25 +136,29 @@ class NcclCommunicator final : public Communicator {
 
   void allreduce(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_allreduce(count, type);
-    HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
-    track(Queue::compute, fmt::format("allreduce of {} elements", count));
+    Watched w = watch(fmt::format("allreduce of {} elements", count));
+    HT_NCCL_CHECK_COMM(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
+    queued(w, Queue::compute);
   }
 
   std::unique_ptr<CommRequest> allreduce_async(void* data, std::int64_t count, CommDType type, ReduceOp op) override {
     count_allreduce(count, type);
     comm_after_compute();
-    HT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, comm_stream_));
-    return comm_request(fmt::format("bucket allreduce of {} elements", count));
+    Watched w = watch(fmt::format("bucket allreduce of {} elements", count));
+    HT_NCCL_CHECK_COMM(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, comm_stream_));
+    return comm_request(w);
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
-    HT_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, compute_));
-    track(Queue::compute, fmt::format("broadcast of {} bytes", bytes));
+    Watched w = watch(fmt::format("broadcast of {} bytes", bytes));
+    HT_NCCL_CHECK_COMM(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, compute_));
+    queued(w, Queue::compute);
   }
 
   void reduce_scatter(const void* send, void* recv, std::int64_t count, CommDType type, ReduceOp op) override {
-    HT_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
-    track(Queue::compute, fmt::format("reduce-scatter of {} elements a rank", count));
+    Watched w = watch(fmt::format("reduce-scatter of {} elements a rank", count));
+    HT_NCCL_CHECK_COMM(ncclReduceScatter(send, recv, static_cast<std::size_t>(count), nccl_type(type), nccl_op(op), comm_, compute_));
+    queued(w, Queue::compute);
   }
 
   // NCCL's reduce-scatter takes equal blocks: unequal ones are a reduce to each block's rank,
@@ -151,22 +170,24 @@ class NcclCommunicator final : public Communicator {
     for (std::int64_t c : counts) total += c;
     count_allreduce(total, type);
     comm_after_compute();
+    Watched w = watch(fmt::format("bucket reduce-scatter of {} elements", total));
     HT_NCCL_CHECK(ncclGroupStart());
     std::size_t at = 0;
     for (int r = 0; r < size_; ++r) {
       const auto n = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
       if (n > 0)
-        HT_NCCL_CHECK(ncclReduce(static_cast<const char*>(send) + at * comm_dtype_size(type), r == rank_ ? recv : nullptr, n,
+        HT_NCCL_CHECK_COMM(ncclReduce(static_cast<const char*>(send) + at * comm_dtype_size(type), r == rank_ ? recv : nullptr, n,
                                  nccl_type(type), nccl_op(op), r, comm_, comm_stream_));
       at += n;
     }
-    HT_NCCL_CHECK(ncclGroupEnd());
-    return comm_request(fmt::format("bucket reduce-scatter of {} elements", total));
+    HT_NCCL_CHECK_COMM(ncclGroupEnd());
+    return comm_request(w);
   }
 
   void all_gather(const void* send, void* recv, std::int64_t count, CommDType type) override {
-    HT_NCCL_CHECK(ncclAllGather(send, recv, static_cast<std::size_t>(count), nccl_type(type), comm_, compute_));
-    track(Queue::compute, fmt::format("all-gather of {} elements a rank", count));
+    Watched w = watch(fmt::format("all-gather of {} elements a rank", count));
+    HT_NCCL_CHECK_COMM(ncclAllGather(send, recv, static_cast<std::size_t>(count), nccl_type(type), comm_, compute_));
+    queued(w, Queue::compute);
   }
 
   void barrier() override {
@@ -183,30 +204,46 @@ class NcclCommunicator final : public Communicator {
   }
 
   // A replayed CUDA graph holds collectives too: an event after it, watched like the others.
-  void watch_queued_work(const std::string& what) override { track(Queue::compute, what); }
+  void watch_queued_work(const std::string& what) override { queued(watch(what), Queue::compute); }
 
  private:
   enum class Queue { compute, comm };
+  struct InFlight {
+    std::unique_ptr<Event> event;  // null until the work is queued: running since `issued`
+    Clock::time_point issued;
+    std::string what;
+  };
+  using Watched = std::shared_ptr<InFlight>;  // null while a CUDA graph is being captured
+
   // The asynchronous collectives run on the comm stream, after the compute stream's work so far...
   void comm_after_compute() { side_->wait_for(*backend_.record_event()); }
   // ... watched, with a request whose wait() makes the compute stream wait for them.
-  std::unique_ptr<CommRequest> comm_request(std::string what) {
-    track(Queue::comm, std::move(what));
+  std::unique_ptr<CommRequest> comm_request(const Watched& w) {
+    queued(w, Queue::comm);
     return std::make_unique<NcclRequest>(backend_, side_->record_event());
   }
-  // Hands a collective to the watchdog: it must complete within the timeout. (Not while a CUDA
-  // graph is being captured: there is nothing running to watch, only a recording.)
-  void track(Queue queue, std::string what) {
-    if (backend_.capturing()) return;
+  // Hands a collective to the watchdog from before its call: it must complete within the timeout,
+  // even if the call itself waits for the other ranks (as the stand-in's does). Not while a CUDA
+  // graph is being captured: there is nothing running to watch, only a recording.
+  Watched watch(std::string what) {
+    if (backend_.capturing()) return nullptr;
+    auto w = std::make_shared<InFlight>(InFlight{nullptr, Clock::now(), std::move(what)});
+    std::lock_guard lock(mutex_);
+    in_flight_.push_back(w);
+    return w;
+  }
+  // The collective is queued on `queue`: done when an event recorded after it is.
+  void queued(const Watched& w, Queue queue) {
+    if (!w) return;
     std::unique_ptr<Event> e = queue == Queue::comm ? side_->record_event() : backend_.record_event();
     std::lock_guard lock(mutex_);
-    in_flight_.push_back({std::move(e), Clock::now(), std::move(what)});
+    w->event = std::move(e);
   }
 
   // The watchdog: PyTorch's NCCL watchdog in miniature. It never calls MPI (this MPI is
   // initialised for the main thread only): on a problem it prints, aborts the NCCL
   // communicator and exits the process, and mpirun then ends the job.
-  void watch() {
+  void watchdog_loop() {
     std::string bound;  // events and NCCL live on the backend's device
     try {
       backend_.bind_thread();
@@ -221,11 +258,11 @@ class NcclCommunicator final : public Communicator {
       if (problem.empty() && async != ncclSuccess && async != ncclInProgress)
         problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
       while (problem.empty() && !in_flight_.empty()) {
-        InFlight& f = in_flight_.front();
+        InFlight& f = *in_flight_.front();
         WatchedState state = WatchedState::failed;
         std::string error;
         try {
-          state = f.event->ready() ? WatchedState::done : WatchedState::running;
+          state = f.event && f.event->ready() ? WatchedState::done : WatchedState::running;
         } catch (const std::exception& e) {
           error = e.what();
         }
@@ -243,12 +280,6 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  struct InFlight {
-    std::unique_ptr<Event> event;
-    Clock::time_point issued;
-    std::string what;
-  };
-
   const MpiWorld* world_;
   int rank_, size_, local_rank_;
   Backend& backend_;
@@ -258,7 +289,7 @@ class NcclCommunicator final : public Communicator {
   double timeout_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<InFlight> in_flight_;
+  std::deque<Watched> in_flight_;
   bool stop_ = false;
   std::thread watchdog_;
 };

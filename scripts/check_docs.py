@@ -58,8 +58,8 @@ def main(argv):
                     if FLAG.match(word):
                         if f'"{word}"' not in flag_text and f"{word} " not in flag_text and f"{word})" not in flag_text:
                             problems.append(f"{doc.relative_to(repo)}:{n}: flag {word} is in no command or script")
-                    elif TARGET.match(word):
-                        if not re.search(rf"\b{re.escape(word)}\b", cmake):
+                    elif TARGET.match(word):  # a CMake target, or a C function named like one
+                        if not re.search(rf"\b{re.escape(word)}\b", cmake) and not re.search(rf"\b{re.escape(word)}\b", code):
                             problems.append(f"{doc.relative_to(repo)}:{n}: CMake target {word} does not exist")
                     elif IDENT.match(word):
                         if not re.search(rf"\b{re.escape(word.rstrip('_'))}", code):

@@ -3,6 +3,7 @@
 #include "ground/error.h"
 #include "simt/block_hooks.h"
 #include "simt/emulator.h"
+#include "simt/foreign_hooks.h"
 
 #include <chrono>
 #include <functional>
@@ -244,10 +245,10 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return emu::cudaEventCreate(event); }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   auto* e = reinterpret_cast<EventState*>(event);
-  if (capturing()) {
-    record_operation([e] { e->time = std::chrono::steady_clock::now(); });
-    return cudaSuccess;
-  }
+  // While capturing, a record is an ordering edge of the graph between streams, not a node of it
+  // (CUDA makes a node only of cudaEventRecordWithFlags(..., cudaEventRecordExternal)): nothing to
+  // replay, and the event may be destroyed before the graph is.
+  if (capturing()) return cudaSuccess;
   e->time = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
@@ -336,3 +337,26 @@ const char* cudaGetErrorString(cudaError_t error) {
 }
 
 }  // namespace ht::emu
+
+extern "C" {
+
+__attribute__((visibility("default"))) int ht_emu_launch_host_func(void*, void (*fn)(void*), void* arg) {
+  if (ht::emu::capturing()) {
+    ht::emu::record_operation([fn, arg] { fn(arg); });
+    return 0;
+  }
+  fn(arg);
+  return 1;
+}
+
+__attribute__((visibility("default"))) std::size_t ht_emu_device_bytes(const void* p) {
+  auto* b = static_cast<const std::byte*>(p);
+  std::lock_guard lock(ht::emu::emulated().mutex);
+  auto& allocs = ht::emu::emulated().allocations;
+  auto it = allocs.upper_bound(b);
+  if (it == allocs.begin()) return 0;
+  --it;
+  return b >= it->first && b < it->first + it->second ? static_cast<std::size_t>(it->first + it->second - b) : 0;
+}
+
+}

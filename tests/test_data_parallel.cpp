@@ -1,6 +1,9 @@
 // Data parallelism under mpiexec (2 and 4 ranks), on the cpu and simt devices with the MPI
 // communicator: N ranks match one rank with N times the batch, accumulation sends each gradient
-// exactly once per step, and an overflow on one rank makes every rank skip.
+// exactly once per step, and an overflow on one rank makes every rank skip. With HT_TEST_COMM=nccl
+// (ctest's "over the NCCL stand-in" runs, LD_LIBRARY_PATH holding tests/nccl_standin's
+// libnccl.so.2) the same cases train on the simt device over the NCCL communicator instead.
+#include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
 #include "comm/mpi_world.h"
 #include "engine/checkpoint.h"
@@ -23,6 +26,26 @@ using namespace ht::test;
 
 namespace {
 
+// The transport under test: MPI (host memory; devices cpu and simt), or NCCL (the simt device's
+// streams, through the stand-in).
+bool over_nccl() {
+  static const bool nccl = [] {
+    const char* v = std::getenv("HT_TEST_COMM");
+    return v && std::string(v) == "nccl";
+  }();
+  return nccl;
+}
+std::vector<DeviceChoice> test_devices() {
+  return over_nccl() ? std::vector<DeviceChoice>{DeviceChoice::simt} : cpu_and_simt();
+}
+DeviceChoice fast_device() { return over_nccl() ? DeviceChoice::simt : DeviceChoice::cpu; }
+std::unique_ptr<Communicator> make_test_comm(Backend& backend) {
+  std::unique_ptr<Communicator> c =
+      over_nccl() ? make_communicator(CommChoice::nccl, g_world, backend, 60.0) : make_mpi_communicator(*g_world, 60.0);
+  REQUIRE(c->name() == (over_nccl() ? "nccl" : "mpi"));
+  return c;
+}
+
 struct DistributedRun {
   TrainSummary summary;
   std::vector<float> master;
@@ -35,7 +58,7 @@ struct DistributedRun {
 // Trains `steps` steps on every rank of the world (no evaluation), step by step.
 DistributedRun train_distributed(const TrainConfig& c, DeviceChoice device, std::int64_t steps) {
   auto backend = make_backend(device, g_world->local_rank());
-  auto comm = make_mpi_communicator(*g_world, 60.0);
+  auto comm = make_test_comm(*backend);
   const DataSplit data = load_data(c.data, c.synthetic);
   Trainer trainer(c, *backend, *comm, data, nullptr);
   comm->reset_stats();
@@ -78,8 +101,8 @@ std::string shared_temp_path(const char* stem) {
 // A whole run (Trainer::run, evaluation and checkpoints included) on every rank, on the CPU;
 // returns its summary and this rank's final weights.
 std::pair<TrainSummary, std::vector<float>> run_on_every_rank(const TrainConfig& c) {
-  auto backend = make_backend(DeviceChoice::cpu);
-  auto comm = make_mpi_communicator(*g_world, 60.0);
+  auto backend = make_backend(fast_device(), g_world->local_rank());
+  auto comm = make_test_comm(*backend);
   const DataSplit data = load_data(c.data, c.synthetic);
   Trainer trainer(c, *backend, *comm, data, nullptr);
   const TrainSummary s = trainer.run();
@@ -101,7 +124,7 @@ TrainConfig dp_config(std::int64_t world) {
 
 TEST_CASE("data parallel: N ranks with batch B/N match one rank with batch B (fp32)", "[mpi]") {
   const int world = g_world->size();
-  for (DeviceChoice d : cpu_and_simt()) {
+  for (DeviceChoice d : test_devices()) {
     TrainConfig distributed = dp_config(world);
     const DistributedRun dist = train_distributed(distributed, d, 10);
     TrainConfig single = dp_config(1);
@@ -116,7 +139,7 @@ TEST_CASE("data parallel: N ranks with batch B/N match one rank with batch B (fp
 
 TEST_CASE("data parallel: N ranks × k micro-batches match one rank with batch B", "[mpi]") {
   const int world = g_world->size();
-  for (DeviceChoice d : cpu_and_simt()) {
+  for (DeviceChoice d : test_devices()) {
     TrainConfig distributed = dp_config(world);
     distributed.accum_steps = 2;
     distributed.batch_size = 32 / world / 2;
@@ -133,8 +156,8 @@ TEST_CASE("data parallel: with --accum-steps k every gradient is allreduced exac
   c.accum_steps = 4;
   c.batch_size = 2;
   const std::int64_t steps = 5;
-  auto backend = make_backend(DeviceChoice::cpu);
-  auto comm = make_mpi_communicator(*g_world, 60.0);
+  auto backend = make_backend(fast_device(), g_world->local_rank());
+  auto comm = make_test_comm(*backend);
   const DataSplit data = load_data(c.data, c.synthetic);
   Trainer trainer(c, *backend, *comm, data, nullptr);
   const std::int64_t buckets = static_cast<std::int64_t>(trainer.reducer()->buckets().size());
@@ -149,13 +172,13 @@ TEST_CASE("data parallel: with --accum-steps k every gradient is allreduced exac
 }
 
 TEST_CASE("data parallel: an overflow on rank 1 only makes every rank skip that step", "[mpi]") {
-  for (DeviceChoice d : cpu_and_simt()) {
+  for (DeviceChoice d : test_devices()) {
     TrainConfig c = dp_config(g_world->size());
     c.precision = Precision::fp16;
     c.steps = 8;
     c.inject_overflow = parse_overflow_injections("3:1,6:1");
     auto backend = make_backend(d, g_world->local_rank());
-    auto comm = make_mpi_communicator(*g_world, 60.0);
+    auto comm = make_test_comm(*backend);
     const DataSplit data = load_data(c.data, c.synthetic);
     Trainer trainer(c, *backend, *comm, data, nullptr);
     const TrainSummary s = trainer.run();
@@ -175,9 +198,9 @@ TEST_CASE("data parallel: an overflow on rank 1 only makes every rank skip that 
 TEST_CASE("data parallel: fp16 and bf16 gradient traffic train like fp32 traffic", "[mpi]") {
   for (DType wire : {DType::f16, DType::bf16}) {
     TrainConfig c = dp_config(g_world->size());
-    const DistributedRun exact = train_distributed(c, DeviceChoice::cpu, 6);
+    const DistributedRun exact = train_distributed(c, fast_device(), 6);
     c.allreduce_dtype = wire;
-    const DistributedRun compressed = train_distributed(c, DeviceChoice::cpu, 6);
+    const DistributedRun compressed = train_distributed(c, fast_device(), 6);
     INFO(dtype_name(wire));
     CHECK(compressed.comm.allreduce_bytes < exact.comm.allreduce_bytes / 2 + 100);
     CHECK(max_relative_difference(compressed.master, exact.master) <= (wire == DType::f16 ? 1e-3 : 1e-2));
@@ -213,8 +236,8 @@ TEST_CASE("data parallel: resume under mpiexec continues bit for bit - every ran
 TEST_CASE("data parallel: different data, a different checkpoint or a --save one rank cannot write stop every rank", "[mpi]") {
   const int rank = g_world->rank(), world = g_world->size();
   auto make = [&](const TrainConfig& c) {
-    auto backend = make_backend(DeviceChoice::cpu);
-    auto comm = make_mpi_communicator(*g_world, 60.0);
+    auto backend = make_backend(fast_device(), g_world->local_rank());
+    auto comm = make_test_comm(*backend);
     const DataSplit data = load_data(c.data, c.synthetic);
     Trainer trainer(c, *backend, *comm, data, nullptr);
     return trainer.run();
@@ -270,7 +293,7 @@ TEST_CASE("data parallel: a GPT on N ranks equals one process with N times the a
     std::int64_t steps;
     double bound;
   };
-  for (DeviceChoice d : cpu_and_simt())
+  for (DeviceChoice d : test_devices())
     for (Case k : {Case{OptimizerKind::sgd, 4, 1e-6}, Case{OptimizerKind::adamw, 1, 1e-6}, Case{OptimizerKind::adamw, 4, 1e-5}}) {
       TrainConfig distributed = gpt_config(Precision::fp32);
       distributed.optimizer.kind = k.kind;
@@ -289,7 +312,7 @@ TEST_CASE("data parallel: a GPT on N ranks equals one process with N times the a
 }
 
 TEST_CASE("data parallel: --recompute block gives the same weights bit for bit, its buckets sent from the replayed backward", "[mpi]") {
-  for (DeviceChoice d : cpu_and_simt()) {
+  for (DeviceChoice d : test_devices()) {
     TrainConfig c = gpt_config(Precision::fp16);
     c.model.gpt.n_layer = 2;
     c.first_bucket_bytes = 4096;  // several buckets, each sent when its last gradient is final
@@ -312,7 +335,7 @@ constexpr double kZero2Bound = 1e-5;
 TEST_CASE("ZeRO-1 and 2: --zero 1 and 2 train bit for bit as --zero 0, with an overflow and clipping, holding 1/N of the optimizer state (2: and of the gradients)", "[mpi]") {
   const int world = g_world->size();
   struct Case { bool gpt; OptimizerKind kind; std::int64_t steps; };
-  for (DeviceChoice d : cpu_and_simt())
+  for (DeviceChoice d : test_devices())
     for (Case k : {Case{false, OptimizerKind::adamw, 20}, Case{false, OptimizerKind::sgd, 20}, Case{true, OptimizerKind::adamw, 5}}) {
       TrainConfig c = k.gpt ? gpt_config(Precision::fp16) : dp_config(world);
       c.precision = Precision::fp16;
@@ -359,12 +382,12 @@ TEST_CASE("ZeRO-2: an overflow injected on a rank that holds no gradients is ref
   TrainConfig c = dp_config(world);
   c.zero = 2;
   c.inject_overflow = parse_overflow_injections("3:1");
-  CHECK_THROWS_WITH(train_distributed(c, DeviceChoice::cpu, 3), Catch::Contains("with --zero 2 it holds no shard of the gradients"));
+  CHECK_THROWS_WITH(train_distributed(c, fast_device(), 3), Catch::Contains("with --zero 2 it holds no shard of the gradients"));
 }
 
 TEST_CASE("ZeRO-1 and 2: gradient accumulation and fp16 buckets stay close to --zero 0 (ZeRO-1 reduces once a step, ZeRO-2 every micro-batch)", "[mpi]") {
   const int world = g_world->size();
-  for (DeviceChoice d : cpu_and_simt())
+  for (DeviceChoice d : test_devices())
     for (DType wire : {DType::f32, DType::f16}) {
       TrainConfig c = dp_config(world);  // SGD with momentum: differences stay proportional
       c.batch_size = 16 / world;
@@ -416,13 +439,17 @@ TEST_CASE("ZeRO-1: a checkpoint saved with --zero 1 resumes bit for bit with --z
 
 TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (sum, avg - fp32, int32)", "[mpi]") {
   const int world = g_world->size(), rank = g_world->rank();
-  auto comm = make_mpi_communicator(*g_world, 60.0);
+  auto backend = make_backend(fast_device(), g_world->local_rank());
+  auto comm = make_test_comm(*backend);
   constexpr std::int64_t count = 5;  // a rank
   auto value = [](int r, std::int64_t i) { return static_cast<float>(1000 * r + i); };
-  std::vector<float> send(static_cast<std::size_t>(count * world)), recv(static_cast<std::size_t>(count));
+  std::vector<float> send(static_cast<std::size_t>(count * world));
   for (std::int64_t i = 0; i < count * world; ++i) send[static_cast<std::size_t>(i)] = value(rank, i);
+  const Tensor d_send = backend->empty(Shape{count * world}, DType::f32), d_recv = backend->empty(Shape{count}, DType::f32);
+  upload(*backend, d_send, send);
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-    comm->reduce_scatter(send.data(), recv.data(), count, CommDType::f32, op);
+    comm->reduce_scatter(d_send.data(), d_recv.data(), count, CommDType::f32, op);
+    const std::vector<float> recv = download<float>(*backend, d_recv);
     for (std::int64_t i = 0; i < count; ++i) {
       float want = 0;
       for (int r = 0; r < world; ++r) want += value(r, rank * count + i);
@@ -430,9 +457,53 @@ TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (
       CHECK(recv[static_cast<std::size_t>(i)] == want);
     }
   }
-  std::vector<std::int32_t> mine(count), all(static_cast<std::size_t>(count * world), -1);
+  std::vector<std::int32_t> mine(count);
   for (std::int64_t i = 0; i < count; ++i) mine[static_cast<std::size_t>(i)] = 100 * rank + static_cast<std::int32_t>(i);
-  comm->all_gather(mine.data(), all.data(), count, CommDType::i32);
+  const Tensor d_mine = backend->empty(Shape{count}, DType::i32), d_all = backend->empty(Shape{count * world}, DType::i32);
+  upload(*backend, d_mine, mine);
+  comm->all_gather(d_mine.data(), d_all.data(), count, CommDType::i32);
+  const std::vector<std::int32_t> all = download<std::int32_t>(*backend, d_all);
   for (int r = 0; r < world; ++r)
     for (std::int64_t i = 0; i < count; ++i) CHECK(all[static_cast<std::size_t>(r * count + i)] == 100 * r + i);
+}
+
+// NCCL's contract, as the stand-in enforces it: each break fails every rank at once, naming what
+// each rank called, instead of hanging or summing the wrong bytes.
+TEST_CASE("NCCL stand-in: a rank that skips a collective, a count that differs, a host buffer and a wrong in-place "
+          "offset each fail every rank, naming the calls", "[mpi]") {
+  if (!over_nccl()) {
+    WARN("skipped: these break NCCL's contract on purpose; they run over the NCCL stand-in (HT_TEST_COMM=nccl)");
+    return;
+  }
+  const int world = g_world->size(), rank = g_world->rank();
+  auto backend = make_backend(DeviceChoice::simt, g_world->local_rank());
+  auto comm = make_test_comm(*backend);
+  const Tensor a = backend->zeros(Shape{64 * world}, DType::f32), b = backend->zeros(Shape{64 * world}, DType::f32);
+  // Rank 1 skips the first of two allreduces (a bucket it never sends): the next call differs.
+  auto two_allreduces = [&] {
+    if (rank != 1) comm->allreduce(a.data(), 64, CommDType::f32, ReduceOp::sum);
+    comm->allreduce(a.data(), 32, CommDType::f32, ReduceOp::sum);
+    if (rank == 1) comm->allreduce(a.data(), 64, CommDType::f32, ReduceOp::sum);  // (keeps the ranks' counts level)
+  };
+  CHECK_THROWS_WITH(two_allreduces(), Catch::Contains("the ranks called different collectives") &&
+                                          Catch::Contains("ncclAllReduce(count 64") && Catch::Contains("ncclAllReduce(count 32"));
+  // The communicator goes on: the ranks are level again.
+  comm->allreduce(a.data(), 64, CommDType::f32, ReduceOp::sum);
+  // A reduce-scatter with another count on the last rank.
+  CHECK_THROWS_WITH(comm->reduce_scatter(a.data(), b.data(), rank == world - 1 ? 16 : 32, CommDType::f32, ReduceOp::sum),
+                    Catch::Contains("ncclReduceScatter(count 32") && Catch::Contains("ncclReduceScatter(count 16"));
+  // Host memory where NCCL needs device memory, on rank 0 only: every rank fails, naming rank 0.
+  std::vector<float> host(64);
+  CHECK_THROWS_WITH(comm->allreduce(rank == 0 ? host.data() : a.data_as<float>(), 64, CommDType::f32, ReduceOp::sum),
+                    Catch::Contains("rank 0's ncclAllReduce") && Catch::Contains("is not a device allocation"));
+  // A buffer too small for the count.
+  const Tensor small = backend->zeros(Shape{8}, DType::f32);
+  CHECK_THROWS_WITH(comm->allreduce(small.data(), 64, CommDType::f32, ReduceOp::sum),
+                    Catch::Contains("not a device allocation of at least 256 bytes"));
+  // An in-place all-gather whose send block is not recvbuff + rank * count.
+  float* recv = b.data_as<float>();
+  const float* wrong = rank == 0 ? recv + 1 : recv + 64 * rank;
+  CHECK_THROWS_WITH(comm->all_gather(wrong, recv, 64, CommDType::f32), Catch::Contains("in place only with sendbuff"));
+  // And the right one works.
+  comm->all_gather(recv + 64 * rank, recv, 64, CommDType::f32);
 }

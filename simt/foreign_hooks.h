@@ -1,0 +1,20 @@
+// What the emulator offers libraries built apart from halftape that work on its device memory
+// and streams - the NCCL stand-in of the tests (tests/nccl_standin/) - as C functions the
+// executable exports (their names match ht_emu_*, which the link exports). Such a library
+// declares them weak and, where they are missing, knows it is not running on the emulator.
+#pragma once
+
+#include <cstddef>
+
+extern "C" {
+
+// Runs fn(arg) when `stream` (a cudaStream_t of the emulator) reaches it: now, as the emulator
+// runs all work when it is queued, or - while a CUDA graph is being captured - at every replay
+// of the graph, in its place among the graph's work. Returns 1 if it ran now, 0 if captured.
+int ht_emu_launch_host_func(void* stream, void (*fn)(void*), void* arg);
+
+// Bytes of emulated device memory from p to the end of the allocation holding it; 0 when p is
+// not in a live device allocation.
+std::size_t ht_emu_device_bytes(const void* p);
+
+}
