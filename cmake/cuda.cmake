@@ -100,9 +100,22 @@ if(HALFTAPE_HAVE_SIMT)
   endif()
 endif()
 
+# NCCL. A CUDA build links the real library. A build with the emulator builds the NCCL stand-in of
+# the tests (tests/nccl_standin: a libnccl.so.2 that moves the emulator's memory over MPI, against
+# the real nccl.h), which a build without CUDA links in NCCL's place and a CUDA build never links
+# (its tests put it first with LD_LIBRARY_PATH).
+find_path(HT_NCCL_INCLUDE_DIR nccl.h HINTS ${HT_CUDA_INCLUDE_DIR} /usr/local/cuda/include)
+if(HALFTAPE_HAVE_SIMT AND HT_NCCL_INCLUDE_DIR AND HALFTAPE_TESTS)
+  add_library(nccl_standin SHARED tests/nccl_standin/nccl_standin.cpp)
+  set_target_properties(nccl_standin PROPERTIES OUTPUT_NAME nccl VERSION 2 SOVERSION 2
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/nccl_standin)
+  target_include_directories(nccl_standin PRIVATE ${CMAKE_SOURCE_DIR} ${HT_NCCL_INCLUDE_DIR} ${HT_CUDA_INCLUDE_DIR})
+  target_link_libraries(nccl_standin PRIVATE MPI::MPI_CXX)
+  target_compile_options(nccl_standin PRIVATE ${HT_WARNINGS})
+  set(HT_NCCL_STANDIN_DIR ${CMAKE_BINARY_DIR}/nccl_standin)
+endif()
 if(HALFTAPE_HAVE_CUDA)
   find_library(HT_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-  find_path(HT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   if(NOT HT_NCCL_LIBRARY OR NOT HT_NCCL_INCLUDE_DIR)
     message(FATAL_ERROR "halftape: the CUDA build needs NCCL (nccl.h and libnccl) next to the toolkit")
   endif()
@@ -146,15 +159,21 @@ if(HALFTAPE_HAVE_CUDA AND HT_CUOBJDUMP)
   add_custom_target(ht_kernel_resources ALL DEPENDS ${HT_KERNEL_RESOURCES})
 endif()
 
-# The NCCL communicator (comm/), in a build with CUDA. It calls NCCL and the Backend interface,
-# never the CUDA runtime: it needs nccl.h (and the CUDA headers nccl.h includes) and libnccl.
+# The NCCL communicator (comm/): over the real NCCL in a CUDA build, over the stand-in in a build
+# with the emulator only. It calls NCCL and the Backend interface, never the CUDA runtime: it needs
+# nccl.h (and the CUDA headers nccl.h includes).
 function(halftape_link_nccl target)
-  target_compile_definitions(${target} PRIVATE HALFTAPE_HAVE_CUDA=$<BOOL:${HALFTAPE_HAVE_CUDA}>)
   if(HALFTAPE_HAVE_CUDA)
-    target_sources(${target} PRIVATE comm/nccl_communicator.cpp)
-    target_include_directories(${target} PUBLIC ${HT_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
-    target_link_libraries(${target} PUBLIC ${HT_NCCL_LIBRARY})
+    set(nccl ${HT_NCCL_LIBRARY})
+  elseif(TARGET nccl_standin)
+    set(nccl nccl_standin)
   endif()
+  if(nccl)
+    target_sources(${target} PRIVATE comm/nccl_communicator.cpp)
+    target_include_directories(${target} PUBLIC ${HT_NCCL_INCLUDE_DIR} ${HT_CUDA_INCLUDE_DIR})
+    target_link_libraries(${target} PUBLIC ${nccl})
+  endif()
+  target_compile_definitions(${target} PRIVATE HALFTAPE_HAVE_NCCL=$<BOOL:${nccl}>)
 endfunction()
 
 function(halftape_link_gpu_backends target)

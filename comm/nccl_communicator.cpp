@@ -114,17 +114,17 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    try {  // the collectives still in flight finish first, under the watchdog's deadline
+      side_->synchronize();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "halftape: error: %s\n", e.what());
+    }
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
     wake_.notify_all();
     watchdog_.join();
-    try {
-      side_->synchronize();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "halftape: error: %s\n", e.what());
-    }
     in_flight_.clear();
     ncclCommDestroy(comm_);
   }
@@ -256,7 +256,7 @@ class NcclCommunicator final : public Communicator {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
       if (problem.empty() && async != ncclSuccess && async != ncclInProgress)
-        problem = fmt::format("NCCL error: {}", ncclGetErrorString(async));
+        problem = fmt::format("NCCL error: {}: {}", ncclGetErrorString(async), ncclGetLastError(comm_));
       while (problem.empty() && !in_flight_.empty()) {
         InFlight& f = *in_flight_.front();
         WatchedState state = WatchedState::failed;

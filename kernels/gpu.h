@@ -101,7 +101,7 @@ template <class... Params, class... Args>
 void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConfig& cfg, const Stream& stream,
                    Args&&... args) {
 #if defined(HT_SIMT)
-  (void)stream;
+  ht::emu::reach_stream(stream.handle);  // stream order: host work the stream held back comes first
   ht::emu::launch(name, reinterpret_cast<const void*>(kernel), cfg.grid, cfg.block, cfg.shared_bytes,
                   [kernel, params = std::tuple<Params...>(std::forward<Args>(args)...)] { std::apply(kernel, params); },
                   HT_SIMT_COUNTING);

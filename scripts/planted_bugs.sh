@@ -14,7 +14,9 @@
 # released while its wgmma is in flight, an mbarrier armed with the wrong byte count, a tile's
 # last stage never released, a partial group of tile rows walked as a whole one, the stage ring
 # reset at a tile boundary, a 256-wide tile's second half dropped) run the wgmma GEMM's tests on
-# an emulated sm_90. Takes about 40 minutes;
+# an emulated sm_90. The NCCL plants (a rank skipping a bucket's allreduce, a reduce-scatter of
+# another count on one rank, a collective queued on the stream the result is not read on) run the
+# data-parallel tests on 2 ranks over the NCCL stand-in. Takes about 40 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
 # Hopper ones; PLANTS='attention|column sums': either).
 set -uo pipefail
@@ -24,12 +26,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git ls-files | tar cf - -T - | (mkdir -p "$work/src" && cd "$work/src" && tar xf -)
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALFTAPE_CUDA=OFF >/dev/null
-ninja -C "$work/build" tests/halftape_tests >/dev/null || { echo "the clean tree does not build"; exit 1; }
+ninja -C "$work/build" tests/halftape_tests tests/halftape_mpi_tests >/dev/null || { echo "the clean tree does not build"; exit 1; }
 cmake -S "$work/src" -B "$work/race" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
       -DHALFTAPE_RACECHECK=ON >/dev/null
 ninja -C "$work/race" tests/halftape_racecheck_tests >/dev/null || { echo "the clean tree does not build for the racecheck"; exit 1; }
 
 status=0
+mpiexec=$(command -v mpiexec)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HALFTAPE_SIMT_THREADS=1
 wanted() {  # DESCRIPTION: does PLANTS (TEXT or TEXT|TEXT...) pick it?
   local pattern patterns
   IFS='|' read -ra patterns <<< "${PLANTS:-}"
@@ -150,4 +154,31 @@ plant kernels/gemm_wgmma.cu 's/^    float d\[kBN \/ 2\];/    it = 0;\n    float 
 plant kernels/gemm_wgmma.cu 's/for (int j = 0; j < kBN \/ 8; ++j) {/for (int j = 0; j < (kBN == 256 ? 16 : kBN \/ 8); ++j) {/' \
   "[hopper-wide]" "gemm_wgmma: a 256-wide tile's second half of columns never stored"
 unset HALFTAPE_SIMT_ARCH HALFTAPE_SIMT_SMS
+# NCCL's contract, over the stand-in this build (without CUDA) links in NCCL's place: the data
+# parallel tests on 2 ranks, simt device, NCCL communicator (tests/test_data_parallel.cpp).
+nccl_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
+  local file=$1 expr=$2 filter=$3 what=$4
+  wanted "$what" || return 0
+  cp "$work/src/$file" "$work/original"
+  sed -i "$expr" "$work/src/$file"
+  if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
+  if ! ninja -C "$work/build" tests/halftape_mpi_tests >"$work/build.log" 2>&1; then
+    echo "?    $what: does not build"; status=1
+  elif timeout 300 "$mpiexec" -n 2 --oversubscribe --bind-to none -x HT_TEST_COMM=nccl \
+         "$work/build/tests/halftape_mpi_tests" "$filter" >"$work/test.log" 2>&1; then
+    echo "MISS $what: the tests still pass"; status=1
+  elif grep -q "did not complete within\|timeout" "$work/test.log"; then
+    echo "MISS $what: caught by a timeout, not by a test"; status=1
+  else
+    summary=$(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)
+    echo "ok   $what: ${summary:-$(grep -v '^\s*$' "$work/test.log" | tail -1)}"
+  fi
+  cp "$work/original" "$work/src/$file"
+}
+nccl_plant comm/reducer.cpp 's/    b.request = comm_.allreduce_async(wire, n,/    b.request = (comm_.rank() == 1 \&\& b.begin == 0 ? *make_single_process_communicator() : comm_).allreduce_async(wire, n,/' \
+  "data parallel: N ranks with batch*" "nccl: rank 1 skips one bucket's allreduce"
+nccl_plant comm/nccl_communicator.cpp 's/ncclReduceScatter(send, recv, static_cast<std::size_t>(count),/ncclReduceScatter(send, recv, static_cast<std::size_t>(count + (rank_ == 1)),/' \
+  "collectives:*" "nccl: a reduce-scatter with another count on rank 1"
+nccl_plant comm/nccl_communicator.cpp '0,/nccl_op(op), comm_, compute_));/s//nccl_op(op), comm_, comm_stream_));/' \
+  "data parallel: an overflow on rank 1*" "nccl: the overflow flag's allreduce queued on the communication stream, read on the compute stream before it completes"
 exit $status

@@ -1,6 +1,7 @@
 // The SIMT emulator, host side: launching a kernel.
 #pragma once
 
+#include <driver_types.h>
 #include <vector_types.h>
 
 #include <cstddef>
@@ -47,6 +48,18 @@ void allow_dynamic_shared(const void* kernel, std::size_t bytes);
 // as on a GPU. This is what lets CI check that a training step is capture-safe.
 bool capturing();
 void record_operation(std::function<void()> op);
+
+// Streams, emulated: work runs as it is queued, with one exception - the host work that libraries
+// outside halftape queue through ht_emu_launch_host_func (simt/foreign_hooks.h: the NCCL stand-in's
+// collectives) on a stream marked lagging. That work waits, as a GPU's communication stream lags
+// its compute stream, until something needs it: an event recorded after it that a stream or the
+// host waits for (cudaStreamWaitEvent, cudaEventSynchronize), the stream synchronised or given
+// more work, the device synchronised. Until then an event after it is not ready
+// (cudaEventQuery), and a read that did not wait sees the memory as it was before - so a result
+// read on the compute stream without waiting for the communication stream is caught.
+void make_stream_lag(cudaStream_t stream);
+// Runs the host work `stream` holds back, ahead of new work on it (kernel launches call this).
+void reach_stream(cudaStream_t stream);
 
 // CPU time the calling thread has spent doing the device's work itself - running kernels (its
 // share of the blocks), copies and memsets - since it started. On the emulator that work is not

@@ -9,8 +9,9 @@
 extern "C" {
 
 // Runs fn(arg) when `stream` (a cudaStream_t of the emulator) reaches it: now, as the emulator
-// runs all work when it is queued, or - while a CUDA graph is being captured - at every replay
-// of the graph, in its place among the graph's work. Returns 1 if it ran now, 0 if captured.
+// runs work when it is queued (returns 1); later, once, on a lagging stream, when something waits
+// for it (returns 2: simt/emulator.h); or - while a CUDA graph is being captured - at every replay
+// of the graph, in its place among the graph's work (returns 0).
 int ht_emu_launch_host_func(void* stream, void (*fn)(void*), void* arg);
 
 // Bytes of emulated device memory from p to the end of the allocation holding it; 0 when p is

@@ -6,6 +6,7 @@
 #include "simt/foreign_hooks.h"
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -34,9 +35,46 @@ Emulated& emulated() {
   return e;
 }
 
+// A stream: the host work it holds back (only on a lagging stream), counted as it is queued and as
+// it completes. The watchdog's thread queries events while the main thread runs the work, so the
+// counters are read and written under g_streams_mutex; the work itself runs outside it.
+struct StreamState {
+  bool lagging = false;
+  std::deque<std::function<void()>> pending;
+  std::uint64_t queued = 0, completed = 0;
+};
+std::mutex g_streams_mutex;
+std::set<StreamState*> g_streams;
+
 struct EventState {
   std::chrono::steady_clock::time_point time;
+  StreamState* stream = nullptr;  // recorded on, after `target` pieces of its held-back work
+  std::uint64_t target = 0;
 };
+
+StreamState* stream_state(cudaStream_t s) { return reinterpret_cast<StreamState*>(s); }
+
+// Runs `s`'s held-back work until `upto` pieces of it have completed (all of it by default).
+void run_held_back(StreamState* s, std::uint64_t upto = ~std::uint64_t{0}) {
+  if (!s) return;
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::lock_guard lock(g_streams_mutex);
+      if (s->completed >= upto || s->pending.empty()) return;
+      work = std::move(s->pending.front());
+      s->pending.pop_front();
+    }
+    work();
+    std::lock_guard lock(g_streams_mutex);
+    ++s->completed;
+  }
+}
+
+bool event_done(const EventState* e) {
+  std::lock_guard lock(g_streams_mutex);
+  return !e->stream || e->stream->completed >= e->target;
+}
 
 // The open capture, if any: what the stream was asked to do, in order.
 struct Capture {
@@ -190,8 +228,9 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   check_copy("cudaMemcpyAsync", dst, src, bytes, kind);
+  reach_stream(stream);
   if (capturing()) {
     if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost) {
       // Legal on a GPU only with pinned host memory that outlives the graph; the engine never
@@ -212,8 +251,9 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
   if (bytes) std::memset(dst, value, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream) {
   check_device("cudaMemsetAsync", "destination", dst, bytes);
+  reach_stream(stream);
   if (capturing()) {
     record_operation([dst, value, bytes] { if (bytes) std::memset(dst, value, bytes); });
     return cudaSuccess;
@@ -223,40 +263,63 @@ cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_
   return cudaSuccess;
 }
 
-// Streams are tokens: all work is done when its call returns.
+// Streams: all work is done when its call returns, but for the held-back host work of a lagging
+// stream (simt/emulator.h).
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  *stream = reinterpret_cast<cudaStream_t>(new char);
+  auto* s = new StreamState;
+  std::lock_guard lock(g_streams_mutex);
+  g_streams.insert(s);
+  *stream = reinterpret_cast<cudaStream_t>(s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return emu::cudaStreamCreate(stream); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  delete reinterpret_cast<char*>(stream);
+  run_held_back(stream_state(stream));  // as a GPU finishes a destroyed stream's work
+  std::lock_guard lock(g_streams_mutex);
+  g_streams.erase(stream_state(stream));
+  delete stream_state(stream);
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  return refuse_during_capture("cudaStreamSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (refuse_during_capture("cudaStreamSynchronize")) return cudaErrorStreamCaptureUnsupported;
+  run_held_back(stream_state(stream));
+  return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
+  // The waiting stream's later work needs the work before the event: run it now.
+  if (capturing()) return cudaSuccess;  // (an edge of the graph being captured)
+  const auto* e = reinterpret_cast<EventState*>(event);
+  run_held_back(e->stream, e->target);
+  return cudaSuccess;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = reinterpret_cast<cudaEvent_t>(new EventState{std::chrono::steady_clock::now()});
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return emu::cudaEventCreate(event); }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   auto* e = reinterpret_cast<EventState*>(event);
   // While capturing, a record is an ordering edge of the graph between streams, not a node of it
   // (CUDA makes a node only of cudaEventRecordWithFlags(..., cudaEventRecordExternal)): nothing to
   // replay, and the event may be destroyed before the graph is.
   if (capturing()) return cudaSuccess;
   e->time = std::chrono::steady_clock::now();
+  StreamState* s = stream_state(stream);
+  std::lock_guard lock(g_streams_mutex);
+  e->stream = s;
+  e->target = s ? s->queued : 0;
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) {
-  return refuse_during_capture("cudaEventSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (refuse_during_capture("cudaEventSynchronize")) return cudaErrorStreamCaptureUnsupported;
+  const auto* e = reinterpret_cast<EventState*>(event);
+  run_held_back(e->stream, e->target);
+  return cudaSuccess;
 }
-cudaError_t cudaEventQuery(cudaEvent_t) {
-  return refuse_during_capture("cudaEventQuery") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (refuse_during_capture("cudaEventQuery")) return cudaErrorStreamCaptureUnsupported;
+  return event_done(reinterpret_cast<EventState*>(event)) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<EventState*>(end)->time -
@@ -269,7 +332,23 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
-  return refuse_during_capture("cudaDeviceSynchronize") ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+  if (refuse_during_capture("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
+  std::vector<StreamState*> all;
+  {
+    std::lock_guard lock(g_streams_mutex);
+    all.assign(g_streams.begin(), g_streams.end());
+  }
+  for (StreamState* s : all) run_held_back(s);
+  return cudaSuccess;
+}
+
+void make_stream_lag(cudaStream_t stream) {
+  std::lock_guard lock(g_streams_mutex);
+  if (stream) stream_state(stream)->lagging = true;
+}
+
+void reach_stream(cudaStream_t stream) {
+  if (!capturing()) run_held_back(stream_state(stream));
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
@@ -298,8 +377,9 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
   *exec = reinterpret_cast<cudaGraphExec_t>(new Graph(*reinterpret_cast<Graph*>(graph)));
   return cudaSuccess;
 }
-cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (refuse_during_capture("cudaGraphLaunch")) return cudaErrorStreamCaptureUnsupported;
+  reach_stream(stream);
   for (const auto& op : reinterpret_cast<Graph*>(exec)->operations) op();
   return cudaSuccess;
 }
@@ -340,11 +420,21 @@ const char* cudaGetErrorString(cudaError_t error) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int ht_emu_launch_host_func(void*, void (*fn)(void*), void* arg) {
+__attribute__((visibility("default"))) int ht_emu_launch_host_func(void* stream, void (*fn)(void*), void* arg) {
   if (ht::emu::capturing()) {
     ht::emu::record_operation([fn, arg] { fn(arg); });
     return 0;
   }
+  auto* s = static_cast<ht::emu::StreamState*>(stream);
+  {
+    std::lock_guard lock(ht::emu::g_streams_mutex);
+    if (s && s->lagging) {  // held back until something needs it
+      s->pending.emplace_back([fn, arg] { fn(arg); });
+      ++s->queued;
+      return 2;
+    }
+  }
+  ht::emu::run_held_back(s);  // stream order: what the stream holds back comes first
   fn(arg);
   return 1;
 }

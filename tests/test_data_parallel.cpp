@@ -470,7 +470,7 @@ TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (
 // NCCL's contract, as the stand-in enforces it: each break fails every rank at once, naming what
 // each rank called, instead of hanging or summing the wrong bytes.
 TEST_CASE("NCCL stand-in: a rank that skips a collective, a count that differs, a host buffer and a wrong in-place "
-          "offset each fail every rank, naming the calls", "[mpi]") {
+          "offset each fail every rank, naming the calls; a result read before its wait is stale", "[mpi]") {
   if (!over_nccl()) {
     WARN("skipped: these break NCCL's contract on purpose; they run over the NCCL stand-in (HT_TEST_COMM=nccl)");
     return;
@@ -506,4 +506,13 @@ TEST_CASE("NCCL stand-in: a rank that skips a collective, a count that differs, 
   CHECK_THROWS_WITH(comm->all_gather(wrong, recv, 64, CommDType::f32), Catch::Contains("in place only with sendbuff"));
   // And the right one works.
   comm->all_gather(recv + 64 * rank, recv, 64, CommDType::f32);
+  // A bucket's allreduce read on the compute stream before its request is waited for - a
+  // collective whose result is taken from the wrong stream - reads the bucket as it was: the
+  // emulator's communication stream holds the collective back until something waits for it.
+  const Tensor bucket = backend->empty(Shape{64}, DType::f32);
+  backend->fill({bucket.data_as<float>(), 64, static_cast<float>(rank + 1)});
+  std::unique_ptr<CommRequest> request = comm->allreduce_async(bucket.data(), 64, CommDType::f32, ReduceOp::sum);
+  CHECK(download<float>(*backend, bucket)[63] == static_cast<float>(rank + 1));  // stale: not yet reduced
+  request->wait();
+  CHECK(download<float>(*backend, bucket)[63] == static_cast<float>(world * (world + 1) / 2));
 }

@@ -58,7 +58,12 @@ class GpuEvent final : public Event {
 // The communicator's stream; its events are GpuEvents, as the compute stream's are.
 class GpuSideStream final : public SideStream {
  public:
-  GpuSideStream() { HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  GpuSideStream() {
+    HT_CUDA_CHECK(rt::cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+#if defined(HT_SIMT)
+    emu::make_stream_lag(stream_);  // its collectives wait until something waits for them (simt/emulator.h)
+#endif
+  }
   ~GpuSideStream() override {
     rt::cudaStreamSynchronize(stream_);
     rt::cudaStreamDestroy(stream_);

@@ -4,8 +4,9 @@
 // with LD_LIBRARY_PATH for the tests that run `--device simt --comm nccl`; never installed, never
 // linked into a build. It behaves as NCCL's contract says, not as a convenience:
 //   - a collective runs when its stream reaches it (ht_emu_launch_host_func: the emulator runs
-//     work as it is queued, or records it into the CUDA graph being captured and runs it at every
-//     replay), and a group's operations start together at ncclGroupEnd;
+//     work as it is queued; a lagging stream - the communicator's - holds it back until something
+//     waits for it, so a result read without waiting is stale; a CUDA graph being captured records
+//     it and runs it at every replay), and a group's operations start together at ncclGroupEnd;
 //   - every collective first compares, across the ranks, what each rank called (its sequence
 //     number, kind, count, datatype, op, root, and whether its buffers passed the checks below);
 //     a difference fails every rank with ncclInvalidUsage, naming both calls;
@@ -297,7 +298,13 @@ struct Op {
     }
   }
 
-  static void run_queued(void* self) { static_cast<Op*>(self)->run(); }
+  bool free_after_run = false;  // held back by a lagging stream: it runs once, then goes
+
+  static void run_queued(void* self) {
+    auto* op = static_cast<Op*>(self);
+    op->run();
+    if (op->free_after_run) delete op;
+  }
 };
 
 namespace {
@@ -312,6 +319,29 @@ void check_buffer(Call& c, const char* which, const void* p, std::size_t bytes) 
   if (!c.buffers_ok || device_range(p, bytes)) return;
   c.buffers_ok = 0;
   std::snprintf(c.problem, sizeof(c.problem), "%s %p is not a device allocation of at least %zu bytes", which, p, bytes);
+}
+
+// Hands one collective to the emulator's stream: it runs now (the call returns its result), is
+// held back by a lagging stream (it runs once, later; its errors are asynchronous), or is captured
+// into a graph (it runs at every replay, and lives as long as the communicator).
+ncclResult_t launch(std::unique_ptr<Op> op, cudaStream_t stream) {
+  ncclComm* comm = op->comm;
+  Op* raw = op.get();
+  raw->in_call = true;
+  const int how = ht_emu_launch_host_func(stream, &Op::run_queued, raw);
+  if (how == 1) {
+    raw->in_call = false;
+    return raw->result;
+  }
+  raw->in_call = false;
+  if (how == 2) {
+    raw->free_after_run = true;
+    op.release();
+    return ncclSuccess;
+  }
+  std::lock_guard lock(comm->mutex);  // captured: it lives as long as the communicator
+  comm->kept.push_back(std::move(op));
+  return ncclSuccess;
 }
 
 // Runs (or, inside a group, holds) one collective on `stream`.
@@ -332,14 +362,7 @@ ncclResult_t enqueue(ncclComm* comm, std::unique_ptr<Op> op, cudaStream_t stream
     g_group.emplace_back(std::move(op), stream);
     return ncclSuccess;
   }
-  Op* raw = op.get();
-  raw->in_call = true;
-  const bool ran = ht_emu_launch_host_func(stream, &Op::run_queued, raw);
-  raw->in_call = false;
-  if (ran) return raw->result;
-  std::lock_guard lock(comm->mutex);  // captured: it lives as long as the communicator
-  comm->kept.push_back(std::move(op));
-  return ncclSuccess;
+  return launch(std::move(op), stream);
 }
 
 std::unique_ptr<Op> make_op(Kind kind, const void* send, void* recv, std::size_t count, ncclDataType_t type, int op, int root) {
@@ -546,17 +569,8 @@ ncclResult_t ncclGroupEnd() {
   g_group.clear();
   ncclResult_t result = ncclSuccess;
   for (auto& [op, stream] : ops) {
-    ncclComm* comm = op->comm;
-    Op* raw = op.get();
-    raw->in_call = true;
-    const bool ran = ht_emu_launch_host_func(stream, &Op::run_queued, raw);
-    raw->in_call = false;
-    if (ran) {
-      if (raw->result != ncclSuccess && result == ncclSuccess) result = raw->result;
-    } else {
-      std::lock_guard lock(comm->mutex);
-      comm->kept.push_back(std::move(op));
-    }
+    const ncclResult_t r = launch(std::move(op), stream);
+    if (r != ncclSuccess && result == ncclSuccess) result = r;
   }
   return result;
 }
