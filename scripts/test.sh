@@ -47,7 +47,7 @@ if [[ -z "${HALFTAPE_NO_SANITIZE:-}" ]]; then
   stage sanitize-build ninja -C build-sanitize -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     stage sanitize-tests ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow \
-          -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks|hopper: training|hopper wide"  # siblings run the same code here
+          -E "simt schedule|mpi 4 ranks|bench smoke: simt|audit: ranks|hopper: training|hopper wide|train --comm nccl over"  # siblings run the same code here
   # The racecheck: the kernel tests again under ThreadSanitizer, every GPU thread a fiber
   # (simt/racecheck.h); only the kernel test binary is built.
   stage racecheck-configure quiet cmake -S . -B build-racecheck -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
