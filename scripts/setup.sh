@@ -14,7 +14,9 @@
 #   - cuobjdump and nvdisasm, which this CUDA install lacks, for the SASS the GEMM test reads
 #     (tests/kernel_resources.py, tests/wgmma_sass.sh): the PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm
 #     ==13.5.37, fetched with `pip download`, checked by SHA-256, unpacked to
-#     /usr/local/share/halftape/cuda-binutils-13.5.37/bin.
+#     /usr/local/share/halftape/cuda-binutils-13.5.37/bin;
+#   - ml_dtypes, the independent oracle of the FP8 conversions (tests/fp8_oracle.py): the PyPI
+#     wheel ml_dtypes==0.3.2, checked by SHA-256, unpacked to /usr/local/share/halftape/ml_dtypes-0.3.2.
 # The CUDA toolkit (/usr/local/cuda) is optional and not installed here: without it the build is
 # CPU-only (no SIMT emulator, no CUDA backend).
 set -euo pipefail
@@ -88,6 +90,29 @@ PY
   "${sudo_cmd[@]}" mkdir -p "$cutlass_include"
   "${sudo_cmd[@]}" cp -r "$wheel_dir/include_raw/"cutlass_library/source/include/. "$cutlass_include/"
   echo "$cutlass_wheel_sha256" | "${sudo_cmd[@]}" tee "$cutlass_include/.wheel-sha256" >/dev/null
+  rm -rf "$wheel_dir"
+fi
+
+# ml_dtypes, the independent oracle of the FP8 conversions (tests/fp8_oracle.py): its PyPI wheel,
+# checked by SHA-256 and unpacked (not installed) where the test looks. 0.3.2 is the last release
+# built against NumPy 1.x, which Debian's python3-numpy is.
+ml_dtypes_dir=/usr/local/share/halftape/ml_dtypes-0.3.2
+ml_dtypes_sha256=2c34f2ba9660b21fe1034b608308a01be82bbef2a92fb8199f24dc6bad0d5226
+if [[ -f $ml_dtypes_dir/ml_dtypes/__init__.py && -f $ml_dtypes_dir/.wheel-sha256 ]] &&
+   [[ $(cat "$ml_dtypes_dir/.wheel-sha256") == "$ml_dtypes_sha256" ]]; then
+  echo "setup: ml_dtypes present in $ml_dtypes_dir"
+else
+  echo "setup: unpacking the PyPI wheel ml_dtypes==0.3.2"
+  wheel_dir=$(mktemp -d)
+  /usr/bin/python3 -m pip download --quiet --no-deps --only-binary :all: --python-version 3.11 --dest "$wheel_dir" ml_dtypes==0.3.2
+  wheel=$(ls "$wheel_dir"/ml_dtypes-0.3.2-cp311-*manylinux*x86_64*.whl)
+  if ! echo "$ml_dtypes_sha256  $wheel" | sha256sum --quiet -c -; then
+    echo "setup: ml_dtypes 0.3.2 does not have the expected SHA-256" >&2
+    exit 1
+  fi
+  "${sudo_cmd[@]}" mkdir -p "$ml_dtypes_dir"
+  "${sudo_cmd[@]}" /usr/bin/python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$ml_dtypes_dir"
+  echo "$ml_dtypes_sha256" | "${sudo_cmd[@]}" tee "$ml_dtypes_dir/.wheel-sha256" >/dev/null
   rm -rf "$wheel_dir"
 fi
 

@@ -3,6 +3,7 @@
 // double-precision reference (and against cuda_fp16.h / cuda_bf16.h when the build has them).
 #include "ground/convert.h"
 #include "ground/dtype.h"
+#include "ground/fp8.h"
 #include "engine/rng.h"
 
 #include <catch2/catch.hpp>
@@ -10,12 +11,17 @@
 #include <bit>
 #include <cfenv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #if HALFTAPE_HAVE_SIMT
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #endif
 
 using namespace ht;
@@ -249,3 +255,151 @@ TEST_CASE("fp16/bf16: comparison with cuda_fp16.h", "[dtype]") {
   WARN("skipped: this build has no CUDA headers, so there is no cuda_fp16.h to compare against");
 }
 #endif
+
+// ---- FP8 (ground/fp8.h) ------------------------------------------------------------------------
+
+namespace {
+
+// Every fp32 input at which the rounding to `f` can change: each finite code's value, the
+// midpoints between neighbouring codes and the fp32 numbers either side of each, beyond the
+// largest finite value, the infinities, NaN, zeros - and their negatives.
+std::vector<float> fp8_boundaries(Fp8Format f) {
+  std::vector<float> values;
+  for (int c = 0; c <= f.max_code; ++c) {
+    const float v = fp8_bits_to_f32(static_cast<std::uint8_t>(c), f);
+    values.push_back(v);
+    const float next = c < f.max_code ? fp8_bits_to_f32(static_cast<std::uint8_t>(c + 1), f)
+                                      : 2 * v - fp8_bits_to_f32(static_cast<std::uint8_t>(c - 1), f);  // the next step up
+    const float mid = (v + next) / 2;  // exact: a few bits more than the format
+    for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY), std::nextafter(v, INFINITY),
+                    std::nextafter(v, 0.0f)})
+      values.push_back(x);
+  }
+  for (float x : {1e6f, 3.0e38f, INFINITY, NAN, 0.0f, 1e-30f, std::numeric_limits<float>::denorm_min()}) values.push_back(x);
+  const std::size_t n = values.size();
+  for (std::size_t i = 0; i < n; ++i) values.push_back(-values[i]);
+  return values;
+}
+
+bool is_nan_code(std::uint8_t c, Fp8Format f) { return std::isnan(fp8_bits_to_f32(c, f)); }
+
+}  // namespace
+
+TEST_CASE("fp8: every E4M3 and E5M2 code widens exactly and narrows back to itself; the formats' constants", "[dtype]") {
+  for (const Fp8Format f : {kE4M3, kE5M2}) {
+    for (int c = 0; c < 256; ++c) {
+      const auto code = static_cast<std::uint8_t>(c);
+      const float v = fp8_bits_to_f32(code, f);
+      INFO("code 0x" << std::hex << c);
+      if (std::isnan(v)) {
+        CHECK((f32_to_fp8_bits(v, f) & 0x7f) == 0x7f);  // NaN stays NaN
+      } else if (std::isinf(v)) {
+        CHECK(f32_to_fp8_bits(v, f) == ((code & 0x80) | f.max_code));  // saturates
+      } else {
+        CHECK(f32_to_fp8_bits(v, f) == code);
+      }
+    }
+  }
+  CHECK(e4m3_bits_to_f32(0x7e) == 448.0f);
+  CHECK(e4m3_bits_to_f32(0x08) == 0.015625f);          // 2^-6, the smallest normal
+  CHECK(e4m3_bits_to_f32(0x01) == 0.001953125f);       // 2^-9, the smallest subnormal
+  CHECK(std::isnan(e4m3_bits_to_f32(0x7f)));
+  CHECK(std::isnan(e4m3_bits_to_f32(0xff)));
+  CHECK(e5m2_bits_to_f32(0x7b) == 57344.0f);
+  CHECK(std::isinf(e5m2_bits_to_f32(0x7c)));
+  CHECK(e5m2_bits_to_f32(0x01) == 1.52587890625e-05f);  // 2^-16
+  CHECK(f32_to_e4m3_bits(1e9f) == 0x7e);
+  CHECK(f32_to_e4m3_bits(-INFINITY) == 0xfe);
+  CHECK(f32_to_e5m2_bits(INFINITY) == 0x7b);
+  CHECK(f32_to_e4m3_bits(-0.0f) == 0x80);
+}
+
+TEST_CASE("fp8: narrowing rounds to nearest even at every boundary (a double-precision reference)", "[dtype]") {
+  for (const Fp8Format f : {kE4M3, kE5M2}) {
+    // The finite magnitudes, in order, and the reference rule: the nearest; on a tie the even code.
+    std::vector<double> finite;
+    for (int c = 0; c <= f.max_code; ++c) finite.push_back(fp8_bits_to_f32(static_cast<std::uint8_t>(c), f));
+    for (const float x : fp8_boundaries(f)) {
+      if (std::isnan(x)) continue;
+      const double a = std::fabs(static_cast<double>(x));
+      int best = f.max_code;
+      if (a <= finite.back()) {
+        best = 0;
+        for (int c = 1; c <= f.max_code; ++c) {
+          const double d = std::fabs(a - finite[static_cast<std::size_t>(c)]), b = std::fabs(a - finite[static_cast<std::size_t>(best)]);
+          if (d < b || (d == b && c % 2 == 0)) best = c;
+        }
+      }
+      const auto want = static_cast<std::uint8_t>((std::signbit(x) ? 0x80 : 0) | best);
+      INFO("x = " << x << " (" << (f.mantissa_bits == 3 ? "E4M3" : "E5M2") << ")");
+      CHECK(static_cast<int>(f32_to_fp8_bits(x, f)) == static_cast<int>(want));
+    }
+  }
+}
+
+#if HALFTAPE_HAVE_SIMT
+TEST_CASE("fp8: the conversions equal cuda_fp8.h's (round to nearest even, __NV_SATFINITE) bit for bit", "[dtype]") {
+  const std::pair<Fp8Format, __nv_fp8_interpretation_t> formats[] = {{kE4M3, __NV_E4M3}, {kE5M2, __NV_E5M2}};
+  for (const auto& [f, kind] : formats) {
+    auto cuda = [kind = kind](float x) { return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, kind)); };
+    for (const float x : fp8_boundaries(f)) {
+      INFO("x = " << x);
+      if (std::isnan(x)) CHECK(is_nan_code(cuda(x), f) == is_nan_code(f32_to_fp8_bits(x, f), f));
+      else CHECK(static_cast<int>(f32_to_fp8_bits(x, f)) == static_cast<int>(cuda(x)));
+    }
+    Rng rng(23);
+    for (int i = 0; i < 1000000; ++i) {
+      const auto x = std::bit_cast<float>(static_cast<std::uint32_t>(rng.next()));
+      if (std::isnan(x)) continue;
+      REQUIRE(static_cast<int>(f32_to_fp8_bits(x, f)) == static_cast<int>(cuda(x)));
+    }
+    for (int c = 0; c < 256; ++c) {  // widening, through cuda_fp8.h's exact fp8 -> half
+      const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(c), kind);
+      const float want = f16_bits_to_f32(h.x), got = fp8_bits_to_f32(static_cast<std::uint8_t>(c), f);
+      INFO("code " << c);
+      CHECK(((std::isnan(want) && std::isnan(got)) || want == got));
+    }
+  }
+}
+#else
+TEST_CASE("fp8: comparison with cuda_fp8.h", "[dtype]") {
+  WARN("skipped: this build has no CUDA headers, so there is no cuda_fp8.h to compare against");
+}
+#endif
+
+// Run by tests/fp8_oracle.py, which writes ml_dtypes' answers to HT_FP8_ORACLE: for E4M3 then
+// E5M2, n, n fp32 inputs, their n expected codes, and the 256 codes' values.
+TEST_CASE("fp8: the conversions equal ml_dtypes' (with saturation) on every boundary and a million random inputs",
+          "[dtype][fp8-oracle]") {
+  const char* path = std::getenv("HT_FP8_ORACLE");
+  if (!path) {
+    WARN("skipped: needs the oracle's cases; tests/fp8_oracle.py (a ctest of its own) runs this with them");
+    return;
+  }
+  std::FILE* file = std::fopen(path, "rb");
+  REQUIRE(file != nullptr);
+  for (const Fp8Format f : {kE4M3, kE5M2}) {
+    std::int32_t n = 0;
+    REQUIRE(std::fread(&n, sizeof(n), 1, file) == 1);
+    std::vector<float> x(static_cast<std::size_t>(n)), values(256);
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(n));
+    REQUIRE(std::fread(x.data(), sizeof(float), x.size(), file) == x.size());
+    REQUIRE(std::fread(want.data(), 1, want.size(), file) == want.size());
+    REQUIRE(std::fread(values.data(), sizeof(float), 256, file) == 256);
+    std::int64_t checked = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint8_t got = f32_to_fp8_bits(x[i], f);
+      INFO("x = " << x[i] << " (bits 0x" << std::hex << std::bit_cast<std::uint32_t>(x[i]) << ")");
+      if (std::isnan(x[i])) REQUIRE(is_nan_code(got, f));
+      else REQUIRE(static_cast<int>(got) == static_cast<int>(want[i]));
+      ++checked;
+    }
+    for (int c = 0; c < 256; ++c) {
+      const float got = fp8_bits_to_f32(static_cast<std::uint8_t>(c), f), v = values[static_cast<std::size_t>(c)];
+      INFO("code " << c);
+      REQUIRE(((std::isnan(got) && std::isnan(v)) || got == v));
+    }
+    CHECK(checked > (1 << 20));
+  }
+  std::fclose(file);
+}
