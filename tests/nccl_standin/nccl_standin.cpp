@@ -19,6 +19,8 @@
 //     it (fp16/bf16 from an fp32 sum, which is the correctly rounded one); ncclAvg multiplies each
 //     input by 1/N rounded to the element type first, as NCCL's pre-multiplied average does.
 // docs/distributed.md says what it cannot show (topology, NCCL's algorithms, any speed).
+// One file: every call below works on the same two types, the communicator and the queued
+// collective (Op), and a reader checks NCCL's contract in one place.
 #include "ground/dtype.h"
 #include "simt/foreign_hooks.h"
 
