@@ -171,7 +171,7 @@ nccl_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
     echo "MISS $what: caught by a timeout, not by a test"; status=1
   else
     summary=$(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)
-    echo "ok   $what: ${summary:-$(grep -v '^\s*$' "$work/test.log" | tail -1)}"
+    echo "ok   $what: ${summary:-$(grep -Em1 'NCCL stand-in: |FAILED|error:' "$work/test.log" | cut -c1-160)}"
   fi
   cp "$work/original" "$work/src/$file"
 }
