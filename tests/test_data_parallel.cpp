@@ -470,7 +470,7 @@ TEST_CASE("collectives: reduce-scatter and all-gather give each rank its block (
 // NCCL's contract, as the stand-in enforces it: each break fails every rank at once, naming what
 // each rank called, instead of hanging or summing the wrong bytes.
 TEST_CASE("NCCL stand-in: a rank that skips a collective, a count that differs, a host buffer and a wrong in-place "
-          "offset each fail every rank, naming the calls; a result read before its wait is stale", "[mpi]") {
+          "offset each fail every rank, naming the calls, and a result read before its wait is stale", "[mpi]") {
   if (!over_nccl()) {
     WARN("skipped: these break NCCL's contract on purpose; they run over the NCCL stand-in (HT_TEST_COMM=nccl)");
     return;

@@ -285,7 +285,7 @@ bool is_nan_code(std::uint8_t c, Fp8Format f) { return std::isnan(fp8_bits_to_f3
 
 }  // namespace
 
-TEST_CASE("fp8: every E4M3 and E5M2 code widens exactly and narrows back to itself; the formats' constants", "[dtype]") {
+TEST_CASE("fp8: every E4M3 and E5M2 code widens exactly and narrows back to itself, and the formats' constants", "[dtype]") {
   for (const Fp8Format f : {kE4M3, kE5M2}) {
     for (int c = 0; c < 256; ++c) {
       const auto code = static_cast<std::uint8_t>(c);

@@ -9,7 +9,7 @@
 
 using namespace ht;
 
-TEST_CASE("fp8 scaling: scale = (fp8_max / amax) / 2^margin; a zero or non-finite amax keeps the previous scale",
+TEST_CASE("fp8 scaling: scale = (fp8_max / amax) / 2^margin, and a zero or non-finite amax keeps the previous scale",
           "[fp8]") {
   CHECK(fp8_scale(4.0f, kE4M3Max, 0, 1.0f) == 112.0f);
   CHECK(fp8_scale(4.0f, kE4M3Max, 1, 1.0f) == 56.0f);
