@@ -22,8 +22,11 @@ struct Fp8Format {
   int bias;               // 7 or 15
   std::uint8_t max_code;  // largest finite magnitude's code: 0x7e (448) or 0x7b (57344)
 };
-inline constexpr Fp8Format kE4M3{3, 7, 0x7e};
-inline constexpr Fp8Format kE5M2{2, 15, 0x7b};
+// (As functions too: device code may call a constexpr function, not read a host variable.)
+constexpr Fp8Format e4m3_format() { return {3, 7, 0x7e}; }
+constexpr Fp8Format e5m2_format() { return {2, 15, 0x7b}; }
+inline constexpr Fp8Format kE4M3 = e4m3_format();
+inline constexpr Fp8Format kE5M2 = e5m2_format();
 
 // fp32 -> the format's code: round to nearest even, saturate to the largest finite value.
 constexpr std::uint8_t f32_to_fp8_bits(float value, Fp8Format f) {

@@ -12,6 +12,7 @@
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/fp8_cast.h"
 #include "kernels/gather_batch.h"
 #include "kernels/grad_stats.h"
 #include "kernels/layernorm.h"
@@ -37,4 +38,5 @@
   X(finalize_grad_stats, FinalizeArgs)         \
   X(update_scaler, ScalerUpdateArgs)           \
   X(sgd_step, SgdArgs)                         \
-  X(adamw_step, AdamWArgs)
+  X(adamw_step, AdamWArgs)                     \
+  X(fp8_cast, Fp8CastArgs)
