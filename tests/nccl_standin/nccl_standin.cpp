@@ -346,6 +346,18 @@ ncclResult_t launch(std::unique_ptr<Op> op, cudaStream_t stream) {
   return ncclSuccess;
 }
 
+// NCCL's in-place rule for all-gather and reduce-scatter: the rank's block (`block` bytes at
+// `mine`) and the whole (world x block bytes at `whole`) may overlap only as mine == whole +
+// rank * block (`rule` says it in the call's names).
+void check_in_place(Call& c, const void* whole, const void* mine, std::size_t block, const ncclComm* comm, const char* rule) {
+  const auto* w = static_cast<const char*>(whole);
+  const auto* m = static_cast<const char*>(mine);
+  const bool overlaps = m < w + block * static_cast<std::size_t>(comm->size) && w < m + block;
+  if (!c.buffers_ok || !overlaps || m == w + block * static_cast<std::size_t>(comm->rank)) return;
+  c.buffers_ok = 0;
+  std::snprintf(c.problem, sizeof(c.problem), "in place only with %s (NCCL's rule); they overlap otherwise", rule);
+}
+
 // Runs (or, inside a group, holds) one collective on `stream`.
 ncclResult_t enqueue(ncclComm* comm, std::unique_ptr<Op> op, cudaStream_t stream) {
   if (!ht_emu_launch_host_func || !ht_emu_device_bytes) {
@@ -527,14 +539,7 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
     const std::size_t block = o->bytes(count);
     check_buffer(o->call, "sendbuff", send, block);
     check_buffer(o->call, "recvbuff", recv, block * static_cast<std::size_t>(comm->size));
-    const auto* r = static_cast<const char*>(recv);
-    const auto* s = static_cast<const char*>(send);
-    const bool overlaps = s < r + block * static_cast<std::size_t>(comm->size) && r < s + block;
-    if (o->call.buffers_ok && overlaps && s != r + block * static_cast<std::size_t>(comm->rank)) {
-      o->call.buffers_ok = 0;
-      std::snprintf(o->call.problem, sizeof(o->call.problem),
-                    "in place only with sendbuff == recvbuff + rank * count (NCCL's rule); they overlap otherwise");
-    }
+    check_in_place(o->call, recv, send, block, comm, "sendbuff == recvbuff + rank * count");
   }
   return enqueue(comm, std::move(o), stream);
 }
@@ -546,14 +551,7 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclD
     const std::size_t block = o->bytes(count);
     check_buffer(o->call, "sendbuff", send, block * static_cast<std::size_t>(comm->size));
     check_buffer(o->call, "recvbuff", recv, block);
-    const auto* r = static_cast<const char*>(recv);
-    const auto* s = static_cast<const char*>(send);
-    const bool overlaps = r < s + block * static_cast<std::size_t>(comm->size) && s < r + block;
-    if (o->call.buffers_ok && overlaps && r != s + block * static_cast<std::size_t>(comm->rank)) {
-      o->call.buffers_ok = 0;
-      std::snprintf(o->call.problem, sizeof(o->call.problem),
-                    "in place only with recvbuff == sendbuff + rank * count (NCCL's rule); they overlap otherwise");
-    }
+    check_in_place(o->call, send, recv, block, comm, "recvbuff == sendbuff + rank * count");
   }
   return enqueue(comm, std::move(o), stream);
 }
