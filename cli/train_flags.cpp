@@ -69,8 +69,17 @@ TrainConfig to_config(const TrainFlags& f) {
   auto given = [&](const char* flag) { return f.given.count(flag) > 0; };
   c.device = parse_device(f.device);
   c.gemm = parse_gemm_impl(f.gemm);
-  const std::optional<DType> dt = parse_dtype(f.precision);
-  c.precision = *dt == DType::f32 ? Precision::fp32 : (*dt == DType::f16 ? Precision::fp16 : Precision::bf16);
+  if (f.precision == "fp8") {
+    c.precision = Precision::fp8;
+  } else {
+    const std::optional<DType> dt = parse_dtype(f.precision);
+    c.precision = *dt == DType::f32 ? Precision::fp32 : (*dt == DType::f16 ? Precision::fp16 : Precision::bf16);
+  }
+  for (const char* fp8_only : {"--fp8-recipe", "--fp8-amax-history", "--fp8-margin", "--fp8-layers"})
+    HT_CHECK(c.precision == Precision::fp8 || !given(fp8_only), "{} is a setting of --precision fp8 (this run is {})", fp8_only,
+             f.precision);
+  c.fp8.recipe = f.fp8_recipe == "current" ? Fp8Recipe::current : Fp8Recipe::delayed;
+  c.fp8_all_layers = f.fp8_layers == "all";
   if (f.steps >= 0) c.steps = f.steps;
   if (f.stop_after >= 0) c.stop_after = f.stop_after;
   c.shuffle = !f.no_shuffle;
@@ -160,8 +169,16 @@ void add_train_flags(CLI::App* t, TrainFlags& f) {
   });
   TrainConfig& c = f.config;
   add_device_option(*t, f.device);
-  t->add_option("--precision", f.precision, "fp32 | fp16 (with loss scaling) | bf16")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  t->add_option("--precision", f.precision, "fp32 | fp16 (with loss scaling) | bf16 | fp8 (bf16, the linear layers' products "
+                "in FP8: E4M3 forward, E5M2 gradients)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8"}));
+  t->add_option("--fp8-recipe", f.fp8_recipe, "fp8 scaling: delayed (scales from the amax history) | current (from each "
+                "tensor's own amax)")->check(CLI::IsMember({"delayed", "current"}));
+  t->add_option("--fp8-amax-history", c.fp8.amax_history, "fp8 delayed scaling: steps of amax history")
+      ->check(number_in(1, 1 << 20));
+  t->add_option("--fp8-margin", c.fp8.margin, "fp8: scales divided by 2^margin")->check(number_in(0, 64));
+  t->add_option("--fp8-layers", f.fp8_layers, "fp8: inner (the model's first and last layers stay bf16) | all")
+      ->check(CLI::IsMember({"inner", "all"}));
   t->add_option("--gemm", f.gemm, "GPU linear layers: native (tensor cores, fused epilogues) | tiled | cublas")
       ->check(CLI::IsMember({"native", "tiled", "cublas", "cublas-unfused"}));
   add_model_flags(t, c.model);

@@ -19,6 +19,7 @@ struct TrainFlags {
   std::int64_t inject_crash_in_save = 0;
   std::string inject_crash_in_save_at = "files";
   std::string comm = "auto", allreduce_dtype = "fp32", gemm = "native";
+  std::string fp8_recipe = "delayed", fp8_layers = "inner";
   double comm_timeout = 300, bucket_mb = 25, first_bucket_mb = 1;
   std::int64_t steps = -1, stop_after = -1;
   bool no_shuffle = false, nesterov = false, no_progress = false, dry_run = false;

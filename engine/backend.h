@@ -54,6 +54,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string description() const = 0;  // e.g. "NVIDIA H200 (sm_90, 132 SMs)"
+  virtual int compute_capability() const { return 0; }  // 90 for sm_90 (the emulator's arch); 0: the CPU
 
   // Memory -------------------------------------------------------------------------------
   Tensor empty(Shape shape, DType dtype);

@@ -212,6 +212,12 @@ CommitResult commit_checkpoint(const std::string& root, const CheckpointState& s
     model.push_back(param_view(p, s.master, p.name));
     for (const auto& [kind, arena] : s.optimizer) optimizer.push_back(param_view(p, arena, p.name + "." + kind));
   }
+  if (!s.fp8_scale.empty()) {
+    const auto count = static_cast<std::int64_t>(s.fp8_scale.size());
+    HT_ASSERT(s.fp8_history.size() == static_cast<std::size_t>(count * s.fp8_history_len));
+    optimizer.push_back({"fp8.scale", "F32", {count}, s.fp8_scale.data(), s.fp8_scale.size() * 4});
+    optimizer.push_back({"fp8.amax_history", "F32", {count, s.fp8_history_len}, s.fp8_history.data(), s.fp8_history.size() * 4});
+  }
   const nlohmann::json meta = {{"step", s.step}, {"scaler", scaler_json(s.step_state)}, {"config", s.config}};
   std::map<std::string, std::string> model_meta = s.model_metadata;
   model_meta["format"] = kFormat;
@@ -425,6 +431,22 @@ CheckpointState read_checkpoint(const std::string& path) {
       require_finite(arena.data() + p.offset, static_cast<std::size_t>(p.shape.numel()), state_path, name);
     }
     s.optimizer.emplace_back(kind, std::move(arena));
+  }
+  if (auto scale = state.tensors.find("fp8.scale"); scale != state.tensors.end()) {
+    auto history = state.tensors.find("fp8.amax_history");
+    HT_CHECK(history != state.tensors.end(), "{}: tensor 'fp8.amax_history' is missing beside 'fp8.scale'", state_path);
+    const std::vector<std::int64_t>& sh = scale->second.shape;
+    const std::vector<std::int64_t>& hh = history->second.shape;
+    HT_CHECK(scale->second.dtype == "F32" && history->second.dtype == "F32" && sh.size() == 1 && hh.size() == 2 &&
+                 hh[0] == sh[0] && hh[1] >= 1,
+             "{}: 'fp8.scale' and 'fp8.amax_history' must be F32 (count) and (count, history)", state_path);
+    s.fp8_scale.resize(static_cast<std::size_t>(sh[0]));
+    s.fp8_history.resize(static_cast<std::size_t>(hh[0] * hh[1]));
+    s.fp8_history_len = hh[1];
+    std::memcpy(s.fp8_scale.data(), scale->second.data.data(), s.fp8_scale.size() * 4);
+    std::memcpy(s.fp8_history.data(), history->second.data.data(), s.fp8_history.size() * 4);
+    require_finite(s.fp8_scale.data(), s.fp8_scale.size(), state_path, "fp8.scale");
+    require_finite(s.fp8_history.data(), s.fp8_history.size(), state_path, "fp8.amax_history");
   }
   return s;
 }

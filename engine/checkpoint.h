@@ -42,6 +42,10 @@ struct CheckpointState {
   std::vector<float> master;        // (arena_size)
   std::vector<std::pair<std::string, std::vector<float>>> optimizer;  // (arena_size) each, e.g. "exp_avg"
   DeviceStepState step_state;
+  // --precision fp8 (training_state.safetensors' "fp8.scale" and "fp8.amax_history"): the scales
+  // (count) and amax histories (count, fp8_history_len) of its FP8 tensors; empty otherwise.
+  std::vector<float> fp8_scale, fp8_history;
+  std::int64_t fp8_history_len = 0;
   std::int64_t step = 0;            // optimizer steps done, skipped ones included
   nlohmann::json config;            // what must match to resume (model, precision, optimizer, ...)
   std::map<std::string, std::string> model_metadata;  // model.safetensors' __metadata__ beyond format and step

@@ -1,8 +1,111 @@
 #include "engine/ops.h"
 
 #include <cmath>
+#include <memory>
 
 namespace ht {
+
+namespace {
+
+// A linear layer's three products (kernels/gemm.h): in the compute dtype, or - for a layer that
+// --precision fp8 covers - in FP8 (kernels/fp8_gemm.h), from operands the forward casts.
+class LinearProducts {
+ public:
+  LinearProducts(Backend& backend, std::int64_t rows, std::int64_t in, std::int64_t out)
+      : backend_(backend), rows_(rows), in_(in), out_(out) {}
+  virtual ~LinearProducts() = default;
+  // y = act(x·Wᵀ + b), pre: act's input (gelu), or empty
+  virtual void forward(const Tensor& y, const Tensor& pre, const Tensor& bias, Activation act) = 0;
+  // grad += dpreᵀ·x (FP32)
+  virtual void weight_grad(const Tensor& dpre, float* grad) = 0;
+  // dx = dpre·W through the epilogue: cast, or cast_act_grad (saved, act: x's activation)
+  virtual void input_grad(const Tensor& dpre, const Tensor& dx, Epilogue epilogue, const Tensor& saved, Activation act) = 0;
+
+ protected:
+  Backend& backend_;
+  std::int64_t rows_, in_, out_;
+};
+
+class CastProducts final : public LinearProducts {
+ public:
+  CastProducts(Backend& backend, const Tensor& x, const Tensor& weight)
+      : LinearProducts(backend, x.shape()[0], weight.shape()[1], weight.shape()[0]), x_(x), weight_(weight) {}
+  void forward(const Tensor& y, const Tensor& pre, const Tensor& bias, Activation act) override {
+    backend_.linear_gemm({.gemm = {GemmOp::nt, rows_, out_, in_, x_.data(), weight_.data(), dtype(), nullptr, 0.0f},
+                          .epilogue = Epilogue::bias_act,
+                          .out = y.data(),
+                          .pre = pre.data(),
+                          .bias = bias.data(),
+                          .act = act});
+  }
+  void weight_grad(const Tensor& dpre, float* grad) override {
+    backend_.linear_gemm({.gemm = {GemmOp::tn, out_, in_, rows_, dpre.data(), x_.data(), dtype(), grad, 1.0f}});
+  }
+  void input_grad(const Tensor& dpre, const Tensor& dx, Epilogue epilogue, const Tensor& saved, Activation act) override {
+    backend_.linear_gemm({.gemm = {GemmOp::nn, rows_, in_, out_, dpre.data(), weight_.data(), dtype(), nullptr, 0.0f},
+                          .epilogue = epilogue,
+                          .out = dx.data(),
+                          .saved = saved.data(),
+                          .act = act});
+  }
+
+ private:
+  DType dtype() const { return weight_.dtype(); }
+  Tensor x_, weight_;
+};
+
+// HYBRID: x and W cast to E4M3 in the forward, each with its transpose (the backward's K-major
+// operands), the gradient to E5M2 once, in the first of the backward's two products.
+class Fp8Products final : public LinearProducts {
+ public:
+  Fp8Products(Backend& backend, const Fp8State& fp8, int layer, const Tensor& x, const Tensor& weight, bool training)
+      : LinearProducts(backend, x.shape()[0], weight.shape()[1], weight.shape()[0]), fp8_(fp8), layer_(layer),
+        training_(training), x_(x), weight_(weight) {}
+  void forward(const Tensor& y, const Tensor& pre, const Tensor& bias, Activation act) override {
+    const Tensor x8 = backend_.empty(Shape{rows_, in_}, DType::u8), w8 = backend_.empty(Shape{out_, in_}, DType::u8);
+    if (training_) {
+      x8t_ = backend_.empty(Shape{in_, rows_}, DType::u8);
+      w8t_ = backend_.empty(Shape{in_, out_}, DType::u8);
+    }
+    fp8_.cast(backend_, x_, slot(Fp8Role::input), x8, x8t_, training_);
+    fp8_.cast(backend_, weight_, slot(Fp8Role::weight), w8, w8t_, training_);
+    x_ = weight_ = Tensor();  // the backward reads the transposed codes only
+    backend_.fp8_gemm({.M = rows_, .N = out_, .K = in_, .a = x8.data_as<std::uint8_t>(), .b = w8.data_as<std::uint8_t>(),
+                       .a_kind = Fp8Kind::e4m3, .b_kind = Fp8Kind::e4m3,
+                       .a_scale_inv = scale_inv(Fp8Role::input), .b_scale_inv = scale_inv(Fp8Role::weight),
+                       .epilogue = Epilogue::bias_act, .out = y.data(), .pre = pre.data(), .bias = bias.data(), .act = act});
+  }
+  void weight_grad(const Tensor& dpre, float* grad) override {
+    cast_grad(dpre);
+    backend_.fp8_gemm({.M = out_, .N = in_, .K = rows_, .a = g8t_.data_as<std::uint8_t>(), .b = x8t_.data_as<std::uint8_t>(),
+                       .a_kind = Fp8Kind::e5m2, .b_kind = Fp8Kind::e4m3,
+                       .a_scale_inv = scale_inv(Fp8Role::grad), .b_scale_inv = scale_inv(Fp8Role::input),
+                       .epilogue = Epilogue::store_f32, .c = grad, .beta = 1.0f});
+  }
+  void input_grad(const Tensor& dpre, const Tensor& dx, Epilogue epilogue, const Tensor& saved, Activation act) override {
+    cast_grad(dpre);
+    backend_.fp8_gemm({.M = rows_, .N = in_, .K = out_, .a = g8_.data_as<std::uint8_t>(), .b = w8t_.data_as<std::uint8_t>(),
+                       .a_kind = Fp8Kind::e5m2, .b_kind = Fp8Kind::e4m3,
+                       .a_scale_inv = scale_inv(Fp8Role::grad), .b_scale_inv = scale_inv(Fp8Role::weight),
+                       .epilogue = epilogue, .out = dx.data(), .saved = saved.data(), .act = act});
+  }
+
+ private:
+  std::int32_t slot(Fp8Role role) const { return fp8_slot(layer_, role); }
+  const float* scale_inv(Fp8Role role) const { return fp8_.tensors().scale_inv + slot(role); }
+  void cast_grad(const Tensor& dpre) {
+    if (g8_.defined()) return;
+    g8_ = backend_.empty(Shape{rows_, out_}, DType::u8);
+    g8t_ = backend_.empty(Shape{out_, rows_}, DType::u8);
+    fp8_.cast(backend_, dpre, slot(Fp8Role::grad), g8_, g8t_, /*record=*/true);
+  }
+  const Fp8State& fp8_;
+  int layer_;
+  bool training_;
+  Tensor x_, weight_, x8t_, w8t_, g8_, g8t_;
+};
+
+}  // namespace
 
 Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
   Backend& backend = ctx.backend;
@@ -15,16 +118,17 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
   HT_CHECK(x->value.shape() == (Shape{rows, in}) && x->value.dtype() == dtype,
            "linear: input is {} {}, layer expects [rows, {}] {}", x->value.shape().to_string(),
            dtype_name(x->value.dtype()), in, dtype_name(dtype));
+  const int fp8_layer = ctx.fp8 ? ctx.fp8->layer_of(layer.weight) : -1;
+  std::shared_ptr<LinearProducts> products;
+  if (fp8_layer >= 0)
+    products = std::make_shared<Fp8Products>(backend, *ctx.fp8, fp8_layer, x->value, weight, ctx.tape != nullptr);
+  else
+    products = std::make_shared<CastProducts>(backend, x->value, weight);
 
   // Forward: y = act(x·Wᵀ + b), the epilogue rounding pre and y to the compute dtype.
   const Tensor y = backend.empty(Shape{rows, out}, dtype);
   const Tensor pre = layer.act == Activation::gelu ? backend.empty(Shape{rows, out}, dtype) : Tensor();
-  backend.linear_gemm({.gemm = {GemmOp::nt, rows, out, in, x->value.data(), weight.data(), dtype, nullptr, 0.0f},
-                       .epilogue = Epilogue::bias_act,
-                       .out = y.data(),
-                       .pre = pre.data(),
-                       .bias = bias.data(),
-                       .act = layer.act});
+  products->forward(y, pre, bias, layer.act);
   Var result = make_var(y, x->requires_grad || ctx.tape != nullptr);
   result->act = layer.act;
   result->act_saved = layer.act == Activation::gelu ? pre : y;
@@ -35,7 +139,7 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
   tape.use_param(layer.weight);
   if (layer.bias >= 0) tape.use_param(layer.bias);
   const ParamArena& params = ctx.params;
-  tape.record([&backend, &params, &tape, x, result, weight, layer, rows, in, out, dtype] {
+  tape.record([&backend, &params, &tape, x, result, products, layer, rows, in, out, dtype] {
     // dpre = dy · act'(pre), unless the op after us already fused it into its input gradient.
     Tensor dpre = grad_as(backend, *result, dtype);
     if (layer.act != Activation::none && !result->grad_is_preactivation) {
@@ -44,8 +148,7 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
       backend.act_backward({dy.data(), result->act_saved.data(), dpre.data(), dtype, dpre.numel(), layer.act});
     }
     // Parameter gradients, accumulated in FP32 straight into the arena (beta = 1).
-    backend.linear_gemm({.gemm = {GemmOp::tn, out, in, rows, dpre.data(), x->value.data(), dtype,
-                                  params.grad(layer.weight).data_as<float>(), 1.0f}});
+    products->weight_grad(dpre, params.grad(layer.weight).data_as<float>());
     tape.param_grad_done(layer.weight);
     if (layer.bias >= 0) {
       backend.bias_grad({dpre.data(), dtype, rows, out, params.grad(layer.bias).data_as<float>()});
@@ -57,11 +160,8 @@ Var linear(OpContext& ctx, const Var& x, const LinearLayer& layer) {
     if (!x->requires_grad) return;
     const bool fuse = x->act != Activation::none && x->consumers == 1;
     const Tensor dx = backend.empty(Shape{rows, in}, dtype);
-    backend.linear_gemm({.gemm = {GemmOp::nn, rows, in, out, dpre.data(), weight.data(), dtype, nullptr, 0.0f},
-                         .epilogue = fuse ? Epilogue::cast_act_grad : Epilogue::cast,
-                         .out = dx.data(),
-                         .saved = fuse ? x->act_saved.data() : nullptr,
-                         .act = fuse ? x->act : Activation::none});
+    products->input_grad(dpre, dx, fuse ? Epilogue::cast_act_grad : Epilogue::cast, fuse ? x->act_saved : Tensor(),
+                         fuse ? x->act : Activation::none);
     x->grad_is_preactivation = fuse;
     accumulate_grad(backend, *x, dx);
   });

@@ -1,6 +1,8 @@
 // The ops of the tape, under the precision policy of torch.autocast (see docs/numerics.md):
 //   linear          y = act(x·Wᵀ + b); x, W, b and y in the compute dtype, FP32 accumulation;
-//                   its backward adds dW and db into the FP32 gradient arena.
+//                   its backward adds dW and db into the FP32 gradient arena. Under
+//                   --precision fp8, the layers the context's Fp8State covers multiply in FP8
+//                   (E4M3 forward, E5M2 gradient: kernels/fp8_gemm.h), scaled by its recipe.
 //   residual_add    an FP32 stream plus a branch's output, in FP32.
 //   embedding       token + position embeddings, FP32 (read from the master weights).
 //   layer_norm      FP32 statistics, FP32 weight and bias; the output in the compute dtype.
@@ -11,6 +13,7 @@
 #pragma once
 
 #include "engine/backend.h"
+#include "engine/fp8_state.h"
 #include "engine/params.h"
 #include "engine/tape.h"
 
@@ -31,6 +34,7 @@ struct OpContext {
   const ParamArena& params;
   Tape* tape = nullptr;                     // nullptr: inference, nothing is recorded
   const DropoutContext* dropout = nullptr;  // nullptr: no dropout
+  const Fp8State* fp8 = nullptr;            // nullptr: no layer multiplies in FP8
 };
 
 struct LinearLayer {

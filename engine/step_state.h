@@ -8,12 +8,15 @@
 //   the data's window plan, dropout         the steps done (which windows, which mask);
 //   the loss kernels                        the step's loss.
 // Checkpoints read and write the whole of it at once (read, write); nothing else crosses to
-// the host. FP8's per-tensor amax histories and scales, whose size depends on the model, will
-// be a buffer of their own here, beside the struct.
+// the host. FP8's per-tensor scales and amax histories (--precision fp8), whose size depends on
+// the model, are an Fp8State of their own here, beside the struct (engine/fp8_state.h).
 #pragma once
 
 #include "engine/backend.h"
+#include "engine/fp8_state.h"
 #include "kernels/step_state.h"
+
+#include <memory>
 
 namespace ht {
 
@@ -27,6 +30,10 @@ class StepState {
   float* step_loss() { return &device()->step_loss; }
   std::int32_t* found_inf() { return &device()->control.found_inf; }
   const LrSchedule& schedule() const { return schedule_; }
+  // FP8's scaling state: absent unless a run multiplies in FP8.
+  const Fp8State* fp8() const { return fp8_.get(); }
+  Fp8State* fp8() { return fp8_.get(); }
+  void enable_fp8(std::unique_ptr<Fp8State> fp8) { fp8_ = std::move(fp8); }
 
   // Host copies of the whole state (synchronise; for setup, checkpoints and tests).
   DeviceStepState read() const;
@@ -36,6 +43,7 @@ class StepState {
   Backend& backend_;
   LrSchedule schedule_;
   Tensor state_;  // one DeviceStepState
+  std::unique_ptr<Fp8State> fp8_;
 };
 
 }  // namespace ht

@@ -21,6 +21,8 @@
 namespace ht {
 
 enum class Fp8Recipe : std::int32_t { delayed = 0, current = 1 };
+enum class Fp8Kind : std::int32_t { e4m3 = 0, e5m2 = 1 };
+HT_HD Fp8Format fp8_format(Fp8Kind k) { return k == Fp8Kind::e4m3 ? e4m3_format() : e5m2_format(); }
 
 struct Fp8ScalingConfig {
   Fp8Recipe recipe = Fp8Recipe::delayed;
@@ -52,6 +54,29 @@ HT_HD float history_amax(const float* history, std::int32_t len) {
 HT_HD void record_amax(float* history, std::int32_t len, std::int64_t step, float amax) {
   history[step % len] = amax;
 }
+
+HT_HD float fp8_max(Fp8Kind k) { return k == Fp8Kind::e4m3 ? 448.0f : 57344.0f; }  // kE4M3Max, kE5M2Max
+
+// The FP8 tensors of a model's linear layers under the HYBRID format, three a layer: its input
+// and its weight in E4M3 (the forward's operands), its output's gradient in E5M2 (the
+// backward's), at slots 3·layer + role.
+enum class Fp8Role : std::int32_t { input = 0, weight = 1, grad = 2 };
+inline constexpr std::int32_t kFp8Roles = 3;
+HT_HD Fp8Kind fp8_role_kind(Fp8Role r) { return r == Fp8Role::grad ? Fp8Kind::e5m2 : Fp8Kind::e4m3; }
+HT_HD Fp8Kind fp8_slot_kind(std::int32_t slot) { return fp8_role_kind(static_cast<Fp8Role>(slot % kFp8Roles)); }
+
+// The scaling state of `count` FP8 tensors on the device, as arrays (so the step's amaxes are one
+// span: one MAX-allreduce makes every rank's scales the same). Owned by the StepState.
+struct Fp8Tensors {
+  float* scale = nullptr;            // (count) the scale the casts multiply by; starts at 1
+  float* scale_inv = nullptr;        // (count) 1 / scale: what the GEMM's sums are multiplied by
+  float* amax = nullptr;             // (count) this step's amax so far (all micro-batches)
+  float* current_amax = nullptr;     // (count) the current recipe's amax of the tensor being cast
+  std::uint32_t* saturated = nullptr;  // (count) elements cast to ±max from beyond it, since the last log
+  float* history = nullptr;          // (count, history_len) the delayed recipe's amax rings
+  std::int32_t count = 0;
+  std::int32_t history_len = 0;
+};
 
 // x (fp32) scaled and cast to the format, saturating; returns the code.
 HT_HD std::uint8_t fp8_quantize(float x, float scale, Fp8Format f) { return f32_to_fp8_bits(x * scale, f); }

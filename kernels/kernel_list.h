@@ -13,6 +13,8 @@
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/fp8_cast.h"
+#include "kernels/fp8_gemm.h"
+#include "kernels/fp8_update.h"
 #include "kernels/gather_batch.h"
 #include "kernels/grad_stats.h"
 #include "kernels/layernorm.h"
@@ -39,4 +41,6 @@
   X(update_scaler, ScalerUpdateArgs)           \
   X(sgd_step, SgdArgs)                         \
   X(adamw_step, AdamWArgs)                     \
-  X(fp8_cast, Fp8CastArgs)
+  X(fp8_cast, Fp8CastArgs)                     \
+  X(fp8_update, Fp8UpdateArgs)                 \
+  X(fp8_gemm, Fp8GemmArgs)

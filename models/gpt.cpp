@@ -116,4 +116,13 @@ double Gpt::flops_per_row() const {
   return 6 * matrices + 12 * L * C * static_cast<double>(spec_.block_size);
 }
 
+Model::LinearWeights Gpt::linear_weights() const {
+  LinearWeights w;
+  for (const Block& b : blocks_)
+    for (const LinearLayer* layer : {&b.c_attn, &b.attn_proj, &b.c_fc, &b.mlp_proj}) w.all.push_back(layer->weight);
+  w.all.push_back(wte_);  // lm_head (tied to the token embedding)
+  w.edge = {wte_};        // the embedding itself is no linear layer
+  return w;
+}
+
 }  // namespace ht

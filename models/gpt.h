@@ -46,6 +46,7 @@ class Gpt final : public Model {
   Var forward(OpContext& ctx, const Tensor& tokens) const override;
   std::int64_t classes() const override { return vocab_; }
   double flops_per_row() const override;
+  LinearWeights linear_weights() const override;
 
  private:
   struct Block {

@@ -63,4 +63,11 @@ double Mlp::flops_per_row() const {
   return 6 * macs;  // forward (2 per multiply-add) and the two backward products
 }
 
+Model::LinearWeights Mlp::linear_weights() const {
+  LinearWeights w;
+  for (const LinearLayer& layer : layers_) w.all.push_back(layer.weight);
+  w.edge = {w.all.front(), w.all.back()};
+  return w;
+}
+
 }  // namespace ht

@@ -27,6 +27,7 @@ class Mlp final : public Model {
   Var forward(OpContext& ctx, const Tensor& input) const override;
   std::int64_t classes() const override { return classes_; }
   double flops_per_row() const override;
+  LinearWeights linear_weights() const override;
 
  private:
   MlpSpec spec_;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ht {
 
@@ -28,6 +29,13 @@ class Model {
   virtual Var forward(OpContext& ctx, const Tensor& input) const = 0;
   virtual std::int64_t classes() const = 0;
   virtual double flops_per_row() const = 0;              // forward and backward, for throughput figures
+  // The weights (parameter indices) of its linear layers, from the input's side to the output's,
+  // and which of them are the model's first or last layer: what `--fp8-layers inner` keeps in
+  // bf16 (FP8 recipes keep the layers next to the data and the logits wider).
+  struct LinearWeights {
+    std::vector<int> all, edge;
+  };
+  virtual LinearWeights linear_weights() const = 0;
 };
 
 }  // namespace ht

@@ -59,7 +59,11 @@ void expect_one_error_line(const std::string& args, const std::string& must_ment
 }  // namespace
 
 TEST_CASE("bad flags: one error line naming the flag, non-zero exit", "[cli]") {
-  expect_one_error_line("train --precision fp8", "--precision");
+  expect_one_error_line("train --precision fp4", "--precision");
+  expect_one_error_line("train --fp8-recipe current", "--fp8-recipe is a setting of --precision fp8");
+  expect_one_error_line("train --precision fp8 --fp8-recipe later", "--fp8-recipe");
+  expect_one_error_line("train --precision fp8 --fp8-amax-history 0", "--fp8-amax-history");
+  expect_one_error_line("train --precision fp8 --fp8-layers some", "--fp8-layers");
   expect_one_error_line("train --accum-steps 0", "--accum-steps");
   expect_one_error_line("train --batch-size -1", "--batch-size");
   expect_one_error_line("train --frobnicate", "--frobnicate");

@@ -12,6 +12,7 @@ std::string_view precision_name(Precision p) {
     case Precision::fp32: return "fp32";
     case Precision::fp16: return "fp16";
     case Precision::bf16: return "bf16";
+    case Precision::fp8: return "fp8";
   }
   return "?";
 }
@@ -19,7 +20,8 @@ std::string_view precision_name(Precision p) {
 DType compute_dtype(Precision p) {
   switch (p) {
     case Precision::fp16: return DType::f16;
-    case Precision::bf16: return DType::bf16;
+    case Precision::bf16:
+    case Precision::fp8: return DType::bf16;
     default: return DType::f32;
   }
 }
@@ -54,6 +56,9 @@ void TrainConfig::validate() const {
   // buckets in flight (comm/reducer.h) would not hold.
   HT_CHECK(!cuda_graph || zero < 2, "--cuda-graph with --zero 2: a captured step keeps every bucket's buffers allocated, "
            "which undoes ZeRO-2's memory bound; use --zero 1, or leave out --cuda-graph");
+  HT_CHECK(fp8.amax_history >= 1 && fp8.amax_history <= 1 << 20, "--fp8-amax-history must be in [1, 2^20], got {}",
+           fp8.amax_history);
+  HT_CHECK(fp8.margin >= 0 && fp8.margin <= 64, "--fp8-margin must be in [0, 64], got {}", fp8.margin);
   validate_model(model);
 }
 

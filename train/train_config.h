@@ -5,6 +5,7 @@
 #include "data/dataset.h"
 #include "train/fault_injection.h"
 #include "engine/optimizer.h"
+#include "kernels/fp8_scaling.h"
 #include "kernels/loss_scale.h"
 #include "kernels/lr_schedule.h"
 #include "models/spec.h"
@@ -16,7 +17,8 @@
 
 namespace ht {
 
-enum class Precision { fp32, fp16, bf16 };
+// fp8: bf16 everywhere, except the linear layers' products (kernels/fp8_gemm.h): HYBRID FP8.
+enum class Precision { fp32, fp16, bf16, fp8 };
 std::string_view precision_name(Precision p);
 DType compute_dtype(Precision p);  // the working copy and activation dtype
 
@@ -24,6 +26,8 @@ struct TrainConfig {
   DeviceChoice device = DeviceChoice::auto_;
   GemmImpl gemm = GemmImpl::native;   // the GPU backends' linear-layer GEMM
   Precision precision = Precision::fp16;
+  Fp8ScalingConfig fp8;               // --fp8-recipe, --fp8-amax-history, --fp8-margin
+  bool fp8_all_layers = false;        // --fp8-layers all; inner (default): the model's first and last stay bf16
 
   std::string data = "fashion-mnist";
   SyntheticConfig synthetic;

@@ -49,6 +49,7 @@ TrainSummary Trainer::run() {
     EvalSummary e{(step + steps_per_epoch_ - 1) / steps_per_epoch_, step, log_->mean_loss(last_eval, step), r.loss, r.accuracy,
                   eval_split_, step - last_eval};
     log_->eval(e);
+    report_fp8_saturations(step);
     summary.evals.push_back(e);
     last_eval = step;
   };

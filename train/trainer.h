@@ -58,6 +58,9 @@ class Trainer {
   void train_step(std::int64_t step);  // one optimizer step: accum_steps micro-batches
   static constexpr std::int64_t kGraphWarmupSteps = 2;  // eager steps before --cuda-graph captures
   EvalResult evaluate();
+  // --precision fp8: the elements each FP8 tensor saturated since the last report, summed over
+  // the ranks, into --metrics ({"event": "fp8_saturation"}) and, when any, the log.
+  void report_fp8_saturations(std::int64_t step);
 
   CheckpointState snapshot() const;   // everything a resume needs, on the host (synchronises)
   std::string save_checkpoint(std::int64_t step) const;  // every rank takes part; returns the directory

@@ -12,6 +12,12 @@ CheckpointState Trainer::snapshot() const {
   s.master = download<float>(backend_, params_.master());
   s.optimizer = full_optimizer_state();
   s.step_state = steps_->read();
+  if (const Fp8State* fp8 = steps_->fp8()) {
+    Fp8State::Saved saved = fp8->read();
+    s.fp8_scale = std::move(saved.scale);
+    s.fp8_history = std::move(saved.history);
+    s.fp8_history_len = fp8->tensors().history_len;
+  }
   s.step = steps_done_;
   s.config = run_identity();
   s.model_metadata = model_metadata_;
@@ -22,7 +28,7 @@ nlohmann::json Trainer::run_identity() const {
   nlohmann::json names = nlohmann::json::array(), kinds = nlohmann::json::array();
   for (const ParamInfo& p : params_.params()) names.push_back(p.name);
   for (const auto& [kind, tensor] : optimizer_->state_tensors()) kinds.push_back(kind);
-  return {{"params", names},
+  nlohmann::json identity = {{"params", names},
           {"optimizer_state", kinds},
           {"model", model_->config()},
           {"precision", precision_name(config_.precision)},
@@ -32,6 +38,15 @@ nlohmann::json Trainer::run_identity() const {
           {"accum_steps", config_.accum_steps},
           {"world_size", comm_.world_size()},
           {"data", data_identity_}};
+  if (const Fp8State* fp8 = steps_->fp8()) {  // the FP8 tensors a checkpoint's scales belong to
+    nlohmann::json layers = nlohmann::json::array();
+    for (int w : fp8->layer_weights()) layers.push_back(params_.params()[static_cast<std::size_t>(w)].name);
+    identity["fp8"] = {{"recipe", fp8->config().recipe == Fp8Recipe::delayed ? "delayed" : "current"},
+                       {"amax_history", fp8->config().amax_history},
+                       {"margin", fp8->config().margin},
+                       {"layers", layers}};
+  }
+  return identity;
 }
 
 std::string Trainer::save_checkpoint(std::int64_t step) const {
@@ -69,6 +84,14 @@ void Trainer::restore(const CheckpointState& s) {
   for (const char* key : {"model", "precision", "optimizer", "optimizer_state", "seed", "data", "params"})
     HT_CHECK(s.config[key] == identity[key], "{}: the checkpoint has {} {}, this run has {}", what, key,
              s.config[key].dump(), identity[key].dump());
+  HT_CHECK(s.config.value("fp8", nlohmann::json()) == identity.value("fp8", nlohmann::json()),
+           "{}: the checkpoint's FP8 setup is {}, this run's {}", what, s.config.value("fp8", nlohmann::json()).dump(),
+           identity.value("fp8", nlohmann::json()).dump());
+  const Fp8State* fp8 = steps_->fp8();
+  HT_CHECK(!fp8 || (s.fp8_scale.size() == static_cast<std::size_t>(fp8->tensors().count) &&
+                    s.fp8_history_len == fp8->tensors().history_len),
+           "{}: the checkpoint holds {} FP8 scales of {} steps' history, this run has {} FP8 tensors of {}", what,
+           s.fp8_scale.size(), s.fp8_history_len, fp8 ? fp8->tensors().count : 0, fp8 ? fp8->tensors().history_len : 0);
   // The batch: what must match is the global one (batch × accumulation × ranks). A step reads the
   // same windows (or samples) however the ranks split it (data/batches.cpp), and the checkpoint
   // holds the whole state (gathered under ZeRO-1), so a run resumes on another number of ranks.
@@ -121,6 +144,7 @@ void Trainer::restore(const CheckpointState& s) {
   d.control = StepControl{};
   d.step_loss = 0;
   steps_->write(d);
+  if (Fp8State* f = steps_->fp8()) f->write({s.fp8_scale, s.fp8_history});
   steps_done_ = s.step;
   log_->start_after(s.step);
   backend_.synchronize();

@@ -7,6 +7,8 @@
 #include "comm/agreement.h"
 #include "models/registry.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 namespace ht {
@@ -32,6 +34,10 @@ void Trainer::check_configuration() {
     faults_.check_ranks(comm_.world_size());
     HT_CHECK(!config_.cuda_graph || backend_.device() != Device::cpu,
              "--cuda-graph needs a GPU backend (--device cuda or simt), not cpu");
+    const int cc = backend_.compute_capability();
+    HT_CHECK(config_.precision != Precision::fp8 || cc == 0 || cc >= 89,
+             "--precision fp8 needs FP8 tensor cores (sm_89 or newer); this GPU is {}{}", backend_.description(),
+             backend_.device() == Device::simt ? " (the emulator emulates a Hopper GPU under HALFTAPE_SIMT_ARCH=sm_90)" : "");
     HT_CHECK(!config_.cuda_graph || comm_.world_size() == 1 || comm_.name() == "nccl",
              "--cuda-graph with data parallelism needs NCCL (--device cuda): MPI collectives run on the host");
   });
@@ -104,6 +110,16 @@ void Trainer::make_shards_and_reducer() {
 
 void Trainer::make_step_state_and_optimizer() {
   steps_ = std::make_unique<StepState>(backend_, config_.schedule);
+  if (config_.precision == Precision::fp8) {  // the linear layers FP8 covers: all, or all but the model's first and last
+    const Model::LinearWeights w = model_->linear_weights();
+    std::vector<int> layers;
+    for (int weight : w.all)
+      if (config_.fp8_all_layers || std::find(w.edge.begin(), w.edge.end(), weight) == w.edge.end()) layers.push_back(weight);
+    HT_CHECK(!layers.empty(), "--precision fp8: --fp8-layers inner leaves no layer of this model in FP8 (its first and "
+             "last stay bf16); use --fp8-layers all");
+    steps_->enable_fp8(std::make_unique<Fp8State>(backend_, config_.fp8, std::move(layers),
+                                                 static_cast<std::int64_t>(params_.params().size())));
+  }
   scaler_ = std::make_unique<LossScaler>(backend_, params_, *steps_, config_.scaler, config_.precision == Precision::fp16);
   if (shards_.empty()) {
     optimizer_ = std::make_unique<Optimizer>(backend_, params_, config_.optimizer);

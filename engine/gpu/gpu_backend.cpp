@@ -125,6 +125,7 @@ class GpuBackend final : public Backend {
   }
 
   Device device() const override { return kDevice; }
+  int compute_capability() const override { return 10 * props_.major + props_.minor; }
   std::string description() const override {
 #if defined(HT_SIMT)
     return fmt::format("simt (SIMT emulator of an {}, {} worker threads{}{})", emu::arch().name, props_.multiProcessorCount,
