@@ -16,7 +16,9 @@
 # reset at a tile boundary, a 256-wide tile's second half dropped) run the wgmma GEMM's tests on
 # an emulated sm_90. The NCCL plants (a rank skipping a bucket's allreduce, a reduce-scatter of
 # another count on one rank, a collective queued on the stream the result is not read on) run the
-# data-parallel tests on 2 ranks over the NCCL stand-in. Takes about 40 minutes;
+# data-parallel tests on 2 ranks over the NCCL stand-in. The FP8 plants (the delayed recipe
+# scaling from the step's own amax, the gradient cast as E4M3, a transposed copy a row off, the
+# ranks' amaxes not reduced) run the FP8 tests. Takes about 45 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
 # Hopper ones; PLANTS='attention|column sums': either).
 set -uo pipefail
@@ -156,29 +158,38 @@ plant kernels/gemm_wgmma.cu 's/for (int j = 0; j < kBN \/ 8; ++j) {/for (int j =
 unset HALFTAPE_SIMT_ARCH HALFTAPE_SIMT_SMS
 # NCCL's contract, over the stand-in this build (without CUDA) links in NCCL's place: the data
 # parallel tests on 2 ranks, simt device, NCCL communicator (tests/test_data_parallel.cpp).
-nccl_plant() {  # FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
-  local file=$1 expr=$2 filter=$3 what=$4
+mpi_plant() {  # TRANSPORT (nccl | mpi) FILE SED_EXPRESSION TEST_FILTER DESCRIPTION
+  local transport=$1 file=$2 expr=$3 filter=$4 what=$5
   wanted "$what" || return 0
   cp "$work/src/$file" "$work/original"
   sed -i "$expr" "$work/src/$file"
   if cmp -s "$work/src/$file" "$work/original"; then echo "?    $what: the sed expression changed nothing"; status=1; return; fi
   if ! ninja -C "$work/build" tests/halftape_mpi_tests >"$work/build.log" 2>&1; then
     echo "?    $what: does not build"; status=1
-  elif timeout 300 "$mpiexec" -n 2 --oversubscribe --bind-to none -x HT_TEST_COMM=nccl \
+  elif timeout 300 "$mpiexec" -n 2 --oversubscribe --bind-to none -x HT_TEST_COMM="$transport" \
          "$work/build/tests/halftape_mpi_tests" "$filter" >"$work/test.log" 2>&1; then
     echo "MISS $what: the tests still pass"; status=1
   elif grep -q "did not complete within\|timeout" "$work/test.log"; then
     echo "MISS $what: caught by a timeout, not by a test"; status=1
   else
     summary=$(grep -Eo 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$work/test.log" | tail -1)
-    echo "ok   $what: ${summary:-$(grep -Em1 'NCCL stand-in: |FAILED|error:' "$work/test.log" | cut -c1-160)}"
+    echo "ok   $what: ${summary:-$(grep -Eam1 'NCCL stand-in: |FAILED|error:' "$work/test.log" | cut -c1-160)}"
   fi
   cp "$work/original" "$work/src/$file"
 }
-nccl_plant comm/reducer.cpp 's/    b.request = comm_.allreduce_async(wire, n,/    b.request = (comm_.rank() == 1 \&\& b.begin == 0 ? *make_single_process_communicator() : comm_).allreduce_async(wire, n,/' \
+mpi_plant nccl comm/reducer.cpp 's/    b.request = comm_.allreduce_async(wire, n,/    b.request = (comm_.rank() == 1 \&\& b.begin == 0 ? *make_single_process_communicator() : comm_).allreduce_async(wire, n,/' \
   "data parallel: N ranks with batch*" "nccl: rank 1 skips one bucket's allreduce"
-nccl_plant comm/nccl_communicator.cpp 's/ncclReduceScatter(send, recv, static_cast<std::size_t>(count),/ncclReduceScatter(send, recv, static_cast<std::size_t>(count + (rank_ == 1)),/' \
+mpi_plant nccl comm/nccl_communicator.cpp 's/ncclReduceScatter(send, recv, static_cast<std::size_t>(count),/ncclReduceScatter(send, recv, static_cast<std::size_t>(count + (rank_ == 1)),/' \
   "collectives:*" "nccl: a reduce-scatter with another count on rank 1"
-nccl_plant comm/nccl_communicator.cpp '0,/nccl_op(op), comm_, compute_));/s//nccl_op(op), comm_, comm_stream_));/' \
+mpi_plant nccl comm/nccl_communicator.cpp '0,/nccl_op(op), comm_, compute_));/s//nccl_op(op), comm_, comm_stream_));/' \
   "data parallel: an overflow on rank 1*" "nccl: the overflow flag's allreduce queued on the communication stream, read on the compute stream before it completes"
+# FP8 (--precision fp8): the recipe, the formats, the casts' transposes, the ranks' amaxes.
+plant engine/fp8_state.cpp 's/  const bool current = config_.recipe == Fp8Recipe::current;/  const bool current = true;/' "[fp8]" \
+  "fp8: the delayed recipe casts with a scale from the current step's own amax"
+plant engine/fp8_state.cpp 's/  const Fp8Kind kind = fp8_slot_kind(slot);/  const Fp8Kind kind = Fp8Kind::e4m3;/' "[fp8]" \
+  "fp8: the gradient (an E5M2 operand) cast as E4M3"
+plant kernels/fp8_cast.cu 's/const std::int64_t c = c0 + j, r = r0 + threadIdx.x;/const std::int64_t c = c0 + j, r = r0 + threadIdx.x + 1;/' "[fp8]" \
+  "fp8_cast: the transposed copy written one row off"
+mpi_plant mpi train/trainer_step.cpp 's/    if (comm_.world_size() > 1 \&\& fp8->tensors().count > 0)/    if (false)/' \
+  "data parallel: FP8*" "fp8: the step's amaxes not MAX-reduced across the ranks"
 exit $status

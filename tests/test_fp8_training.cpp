@@ -146,3 +146,27 @@ TEST_CASE("fp8 training: a GPU without FP8 tensor cores (the emulator's default 
   WARN("skipped: no emulator in this build");
 #endif
 }
+
+TEST_CASE("fp8 training: under the delayed recipe a step casts with the scale of the steps before it, never its own amax",
+          "[fp8][training]") {
+  TrainConfig c = fp8_config(Fp8Recipe::delayed);
+  c.steps = 5;
+  c.fp8.amax_history = 8;  // longer than the run: slot s - 1 holds step s's amax
+  auto backend = make_backend(DeviceChoice::cpu);
+  auto comm = make_single_process_communicator();
+  const DataSplit data = load_data(c.data, c.synthetic, c.vocab_size);
+  Trainer trainer(c, *backend, *comm, data, nullptr);
+  trainer.run();
+  const Fp8State& fp8 = *trainer.step_state().fp8();
+  const Fp8State::Saved s = fp8.read();
+  const std::int64_t len = c.fp8.amax_history, last = *c.steps - 1;  // the last step's slot
+  for (std::int32_t i = 0; i < fp8.tensors().count; ++i) {
+    const float* h = s.history.data() + i * len;
+    float before = 0;  // the largest amax of the steps before the last
+    for (std::int64_t j = 0; j < last; ++j) before = std::max(before, h[j]);
+    INFO("tensor " << i);
+    CHECK(h[last] > 0);         // the last step's amax was recorded ...
+    CHECK(h[last + 1] == 0);    // ... in its own slot
+    CHECK(s.scale[static_cast<std::size_t>(i)] == fp8_scale(before, fp8_max(fp8_slot_kind(i)), 0, 1.0f));  // ... and not used
+  }
+}
