@@ -44,6 +44,10 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_fp8_gemm(const Fp8GemmArgs& a, const Stream& s) {
   if (a.M == 0 || a.N == 0) return;
+  if (s.fp8_wgmma && fp8_gemm_wgmma_supports(a)) {  // Hopper: the wgmma GEMM's FP8 form
+    launch_fp8_gemm_wgmma(a, s);
+    return;
+  }
   gemm_epilogue::Params p;
   p.M = a.M;
   p.N = a.N;

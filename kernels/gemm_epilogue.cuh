@@ -27,6 +27,10 @@ struct Params {
   // Split-K (the mma kernel): block z multiplies K elements [z·k_split, (z+1)·k_split) and
   // stores its FP32 partial at c + z·c_split_stride; unsplit, k_split = K and the stride is 0.
   std::int64_t k_split = 0, c_split_stride = 0;
+  // FP8 (the Hopper GEMM's FP8 form): the sums are multiplied by *scale_inv_a · *scale_inv_b
+  // before the epilogue; null for 16-bit operands.
+  const float* scale_inv_a = nullptr;
+  const float* scale_inv_b = nullptr;
 };
 
 inline Params gemm_params(const LinearGemmArgs& args) {

@@ -65,6 +65,7 @@ struct ScratchAllocator {
 struct Stream {
   cudaStream_t handle = nullptr;
   int sm_count = 1;  // for sizing grid-stride grids
+  bool fp8_wgmma = false;  // the FP8 GEMM may run on the Hopper GEMM (engine/gpu/gpu_backend.cpp says when)
   ScratchAllocator scratch;
 };
 

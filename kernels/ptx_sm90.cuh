@@ -4,6 +4,7 @@
 // mbarrier, cp.async.bulk.tensor and wgmma; simt/hopper.h says what the emulator checks.
 #pragma once
 
+#include "kernels/fp8_scaling.h"
 #include "kernels/gpu.h"
 
 #include <cstdint>
@@ -39,6 +40,10 @@ template <int kPending> inline void wgmma_wait() { ht::emu::wgmma_wait_group(kPe
 template <int N> inline void fence_operands(float (&)[N]) {}  // the emulator runs in source order
 template <class T, int N> inline void wgmma_m64nNk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
   ht::emu::wgmma_mma_async(std::is_same_v<T, __nv_bfloat16>, N, d, desc_a, desc_b, 1, 1, 1, 0, 0);
+}
+template <Fp8Kind A, Fp8Kind B, int N>
+inline void wgmma_m64nNk32(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b) {
+  ht::emu::wgmma_mma_async_fp8(A == Fp8Kind::e5m2, B == Fp8Kind::e5m2, N, d, desc_a, desc_b, 1);
 }
 template <bool kIncrease, unsigned kRegisters> inline void setmaxnreg() { ht::emu::setmaxnreg(kIncrease, kRegisters); }
 
@@ -151,6 +156,21 @@ HT_WGMMA(__nv_bfloat16, "bf16", 128, 64, 65)
 HT_WGMMA(__half, "f16", 256, 128, 129)
 HT_WGMMA(__nv_bfloat16, "bf16", 256, 128, 129)
 #undef HT_WGMMA
+// d += A(64×32) · B(32×N) from FP8 codes (k32; FP8 operands are K-major only, so no transpose
+// immediates): the kinds of A and B, N 128, the FP8 GEMM's two pairs (E4M3·E4M3 forward,
+// E5M2·E4M3 backward).
+template <Fp8Kind A, Fp8Kind B, int N> void wgmma_m64nNk32(float (&d)[N / 2], std::uint64_t a, std::uint64_t b) = delete;
+#define HT_WGMMA_FP8(A, PTX_A, B, PTX_B, N, DESC_A, DESC_B)                                                        \
+  template <> __device__ __forceinline__ void wgmma_m64nNk32<Fp8Kind::A, Fp8Kind::B, N>(                         \
+      float (&d)[N / 2], std::uint64_t a, std::uint64_t b) {                                                       \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." PTX_A "." PTX_B " " HT_WGMMA_REGS##N            \
+                 ", %" #DESC_A ", %" #DESC_B ", 1, 1, 1;\n"                                                         \
+                 : HT_WGMMA_D##N                                                                                   \
+                 : "l"(a), "l"(b));                                                                                \
+  }
+HT_WGMMA_FP8(e4m3, "e4m3", e4m3, "e4m3", 128, 64, 65)
+HT_WGMMA_FP8(e5m2, "e5m2", e4m3, "e4m3", 128, 64, 65)
+#undef HT_WGMMA_FP8
 #undef HT_WGMMA_D128
 #undef HT_WGMMA_D256
 #undef HT_WGMMA_REGS128

@@ -17,7 +17,8 @@
 #   2. the wgmma GEMM against FP64 on the self-check's shapes (256-wide and persistent tiles);
 #   3. halftape bench all --device cuda (no PyTorch), then the one-rank NCCL allreduce bench;
 #   4. training: the MLP through each GEMM path, --cuda-graph and NCCL; nanoGPT's shakespeare-char
-#      recipe in bf16 for 200 steps; GPT-2 small for 10 bf16 steps;
+#      recipe in bf16 for 200 steps; the char GPT for 500 steps in bf16 and in fp8 (both
+#      recipes); GPT-2 small for 10 bf16 steps;
 #   5. the PyTorch AMP baseline, eager first (its own JSON and time limit), then torch.compile;
 #   6. the unit and kernel tests on --device cuda.
 # The roofline model's figures (halftape profile, MODELLED on the emulator's counters) come with
@@ -90,6 +91,10 @@ val_losses() { grep -o '"val_loss": *[0-9.]*' "$1" 2>/dev/null | grep -o '[0-9.]
 report_training() {
   if [[ -s $out/nanogpt-bf16.jsonl ]]; then
     echo "nanoGPT's shakespeare-char recipe, bf16, 200 steps: validation losses $(val_losses "$out/nanogpt-bf16.jsonl")(nanoGPT's README: 1.4697 after 5000 steps)."
+    echo
+  fi
+  if [[ -s $out/gpt500-bf16.jsonl ]]; then
+    echo "char GPT, 500 steps, validation losses: bf16 $(val_losses "$out/gpt500-bf16.jsonl")| fp8 delayed $(val_losses "$out/gpt500-fp8-delayed.jsonl")| fp8 current $(val_losses "$out/gpt500-fp8-current.jsonl")(docs/numerics.md: the 2000-step comparison on the CPU reference)."
     echo
   fi
   if [[ -s $out/gpt-fp16-eval.json && -s $out/gpt-fp16.jsonl ]]; then
@@ -268,6 +273,14 @@ run "train MLP through NCCL (one rank, buckets)" 30 --gpu "${ht_env[@]}" "$bin" 
 run "nanoGPT's shakespeare-char recipe, bf16, 200 steps" 120 --gpu "${ht_env[@]}" "$bin" train --device cuda --model gpt \
   --data "text:$corpus" --n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 64 --dropout 0.2 \
   --steps 200 --warmup-steps 20 --eval-every 100 --log-every 100 --no-progress --precision bf16 --metrics "$out/nanogpt-bf16.jsonl"
+# FP8 (--precision fp8) beside bf16: the char GPT's recipe cut to 500 steps, both scaling recipes.
+gpt_500=(train --device cuda --model gpt --data "text:$corpus" --steps 500 --eval-every 250 --log-every 100 --no-progress)
+run "char GPT, 500 steps, bf16 (FP8's baseline)" 60 --gpu "${ht_env[@]}" "$bin" "${gpt_500[@]}" --precision bf16 \
+  --metrics "$out/gpt500-bf16.jsonl"
+run "char GPT, 500 steps, fp8, delayed scaling" 90 --gpu "${ht_env[@]}" "$bin" "${gpt_500[@]}" --precision fp8 \
+  --fp8-recipe delayed --metrics "$out/gpt500-fp8-delayed.jsonl"
+run "char GPT, 500 steps, fp8, current scaling" 90 --gpu "${ht_env[@]}" "$bin" "${gpt_500[@]}" --precision fp8 \
+  --fp8-recipe current --metrics "$out/gpt500-fp8-current.jsonl"
 # GPT-2 small on the Shakespeare bytes as nanoGPT-format uint16 tokens (no tokenizer needed).
 tokens=$out/gpt2-tokens
 if ((gpu_usable)); then
@@ -301,7 +314,7 @@ fi
 
 # --- 6. the test suite on the GPU --------------------------------------------------------------
 run "unit and kernel tests (cuda vs the CPU reference)" 240 --gpu "${ht_env[@]}" "$tests" \
-  "[dtype],[kernels]~[.],[gemm]~[.],[device-training],[graph],[scaler],[optim],[gradcheck],[gpt]"
+  "[dtype],[kernels]~[.],[gemm]~[.],[device-training],[graph],[scaler],[optim],[gradcheck],[gpt],[fp8],[fp8-sm90]"
 run "GEMM with more row tiles than grid.y allows" 60 --gpu "${ht_env[@]}" "$tests" "[huge]"
 
 failed=0

@@ -155,6 +155,8 @@ plant kernels/gemm_wgmma.cu 's/^    float d\[kBN \/ 2\];/    it = 0;\n    float 
   "gemm_wgmma: the consumers' stage ring reset at each tile (position and phase), the producer's running on"
 plant kernels/gemm_wgmma.cu 's/for (int j = 0; j < kBN \/ 8; ++j) {/for (int j = 0; j < (kBN == 256 ? 16 : kBN \/ 8); ++j) {/' \
   "[hopper-wide]" "gemm_wgmma: a 256-wide tile's second half of columns never stored"
+plant kernels/ptx_sm90.cuh 's/ht::emu::wgmma_mma_async_fp8(A == Fp8Kind::e5m2,/ht::emu::wgmma_mma_async_fp8(false,/' "[hopper]" \
+  "gemm_wgmma (FP8): the E5M2 operand handed to wgmma as E4M3"
 unset HALFTAPE_SIMT_ARCH HALFTAPE_SIMT_SMS
 # NCCL's contract, over the stand-in this build (without CUDA) links in NCCL's place: the data
 # parallel tests on 2 ranks, simt device, NCCL communicator (tests/test_data_parallel.cpp).

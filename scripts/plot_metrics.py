@@ -51,7 +51,7 @@ def main():
     path = sys.argv[1]
     steps, evals = [], []
     for n, record in read_records(path):
-        if record.get("event") == "memory":  # the memory account, once a run: nothing to plot
+        if record.get("event") in ("memory", "fp8_saturation"):  # the memory account, FP8's saturations: not plotted
             continue
         if record.get("event") == "eval":
             if "step" not in record:

@@ -24,6 +24,7 @@
 #include "simt/hopper_layouts.h"
 
 #include "ground/error.h"
+#include "ground/fp8.h"
 #include "simt/block_hooks.h"
 #include "simt/counters.h"
 #include "simt/emulator.h"
@@ -94,8 +95,13 @@ struct TmaCopy {
   std::unique_ptr<char> sync = std::make_unique<char>();  // racecheck: issue -> landing
 };
 
+// The element types of a wgmma's operands: 16-bit (k16, the sum formed in double and rounded
+// once) or FP8 (k32, summed in FP32 in ascending k).
+enum class WgmmaType { f16, bf16, e4m3, e5m2 };
+bool is_fp8(WgmmaType t) { return t == WgmmaType::e4m3 || t == WgmmaType::e5m2; }
+
 struct WgmmaOp {
-  bool bf16 = false;
+  WgmmaType a_type = WgmmaType::f16, b_type = WgmmaType::f16;
   int n = 0;
   std::uint64_t desc_a = 0, desc_b = 0;
   bool scale_d = true;
@@ -302,18 +308,27 @@ Hopper& hopper() {
 
 // ---- wgmma -----------------------------------------------------------------------------------
 
-void load_operand(const Hopper& h, std::uint64_t desc, int rows, bool bf16, float* out, std::vector<std::uint32_t>* chunks) {
+// rows × k (16, or 32 for FP8) elements of an operand, widened to FP32 (exactly), into out[r·k + k].
+void load_operand(const Hopper& h, std::uint64_t desc, int rows, WgmmaType type, float* out, std::vector<std::uint32_t>* chunks) {
+  const int depth = is_fp8(type) ? 32 : 16, bytes = is_fp8(type) ? 1 : 2;
   for (int r = 0; r < rows; ++r)
-    for (int k = 0; k < 16; ++k) {
+    for (int k = 0; k < depth; ++k) {
       std::uint32_t offset = 0;
       try {
-        offset = wgmma_operand_offset(desc, r, k, 2);
+        offset = wgmma_operand_offset(desc, r, k, bytes);
       } catch (const Error& e) {
         refuse(e.what());
       }
+      if (chunks && (k * bytes) % 16 == 0) chunks->push_back(offset / 16);
+      if (is_fp8(type)) {
+        std::uint8_t code;
+        std::memcpy(&code, h.at(offset, 1, "a wgmma operand"), 1);
+        out[r * depth + k] = fp8_bits_to_f32(code, type == WgmmaType::e4m3 ? kE4M3 : kE5M2);
+        continue;
+      }
       std::uint16_t bits;
       std::memcpy(&bits, h.at(offset, 2, "a wgmma operand"), 2);
-      if (bf16) {
+      if (type == WgmmaType::bf16) {
         __nv_bfloat16_raw raw;
         raw.x = bits;
         out[r * 16 + k] = __bfloat162float(__nv_bfloat16(raw));
@@ -322,7 +337,6 @@ void load_operand(const Hopper& h, std::uint64_t desc, int rows, bool bf16, floa
         raw.x = bits;
         out[r * 16 + k] = __half2float(__half(raw));
       }
-      if (chunks && k % 8 == 0) chunks->push_back(offset / 16);
     }
 }
 
@@ -338,14 +352,23 @@ void retire(Hopper& h, WarpgroupState& g, WgmmaOp& op) {
       refuse(fmt::format("shared memory at offset {} that an in-flight wgmma reads was written before the wgmma.wait_group "
                          "that retires it", op.chunks[i] * 16));
   }
-  std::vector<float> a(64 * 16), b(static_cast<std::size_t>(op.n) * 16);
-  load_operand(h, op.desc_a, 64, op.bf16, a.data(), nullptr);
-  load_operand(h, op.desc_b, op.n, op.bf16, b.data(), nullptr);
+  const bool fp8 = is_fp8(op.a_type);
+  const int depth = fp8 ? 32 : 16;
+  std::vector<float> a(static_cast<std::size_t>(64 * depth)), b(static_cast<std::size_t>(op.n * depth));
+  load_operand(h, op.desc_a, 64, op.a_type, a.data(), nullptr);
+  load_operand(h, op.desc_b, op.n, op.b_type, b.data(), nullptr);
   for (int t = 0; t < 128; ++t) {
     InFlightAccumulator& acc = g.in_flight[static_cast<std::size_t>(t)].at(op.acc[static_cast<std::size_t>(t)]);
     for (int i = 0; i < op.n / 2; ++i) {
       int row = 0, col = 0;
       wgmma_accumulator_position(t, i, &row, &col);
+      if (fp8) {  // ascending k, each product exact in FP32, one rounding an addition
+        float sum = op.scale_d ? acc.values[static_cast<std::size_t>(i)] : 0.0f;
+        for (int k = 0; k < 32; ++k)
+          sum += (op.scale_a * a[static_cast<std::size_t>(row * 32 + k)]) * (op.scale_b * b[static_cast<std::size_t>(col * 32 + k)]);
+        acc.values[static_cast<std::size_t>(i)] = sum;
+        continue;
+      }
       double sum = op.scale_d ? acc.values[static_cast<std::size_t>(i)] : 0.0;
       for (int k = 0; k < 16; ++k)
         sum += static_cast<double>(op.scale_a * a[static_cast<std::size_t>(row * 16 + k)]) * (op.scale_b * b[static_cast<std::size_t>(col * 16 + k)]);
@@ -494,13 +517,10 @@ void wgmma_wait_group(int pending) {
   });
 }
 
-void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, int scale_a,
-                     int scale_b, int tnsp_a, int tnsp_b) {
-  require_sm90("wgmma.mma_async");
-  if (n < 8 || n > 256 || n % 8) kernel_error("wgmma.mma_async.m64nNk16: N is a multiple of 8 from 8 to 256");
-  if (tnsp_a != 0 || tnsp_b != 0) kernel_error("wgmma.mma_async with transposed (MN-major) operands is not emulated");
-  if ((scale_a != 1 && scale_a != -1) || (scale_b != 1 && scale_b != -1) || (scale_d != 0 && scale_d != 1))
-    kernel_error("wgmma.mma_async: imm-scale-a/b are 1 or -1, scale-d 0 or 1");
+namespace {
+
+void issue_wgmma(WgmmaType a_type, WgmmaType b_type, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
+                 int scale_a, int scale_b) {
   Hopper& h = hopper();
   const unsigned linear = thread_linear();
   WarpgroupState& g = warpgroup_of(h, linear);
@@ -511,7 +531,8 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
     const AsyncScope scope;
     if (!g.fenced) refuse("wgmma.mma_async without a wgmma.fence before it (since the warpgroup's last wgmma.wait_group)");
     WgmmaOp op;
-    op.bf16 = bf16;
+    op.a_type = a_type;
+    op.b_type = b_type;
     op.n = n;
     op.desc_a = g.staged_a[0];
     op.desc_b = g.staged_b[0];
@@ -522,10 +543,11 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
       if (g.staged_a[static_cast<std::size_t>(t)] != op.desc_a || g.staged_b[static_cast<std::size_t>(t)] != op.desc_b)
         refuse(fmt::format("wgmma.mma_async: thread {} of the warpgroup passes other matrix descriptors than thread 0", t));
     op.acc = g.staged_acc;
-    std::vector<float> scratch(static_cast<std::size_t>(256) * 16);
-    load_operand(h, op.desc_a, 64, bf16, scratch.data(), &op.chunks);
-    load_operand(h, op.desc_b, n, bf16, scratch.data(), &op.chunks);
-    count_tensor_flops(std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * 16);
+    const int depth = is_fp8(a_type) ? 32 : 16;
+    std::vector<float> scratch(static_cast<std::size_t>(256) * 32);
+    load_operand(h, op.desc_a, 64, a_type, scratch.data(), &op.chunks);
+    load_operand(h, op.desc_b, n, b_type, scratch.data(), &op.chunks);
+    count_tensor_flops(std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(depth));
     count_swizzled_shared(op.chunks.size() * 16, Access::load);
     snapshot(h, op);
     for (int t = 0; t < 128; ++t) {
@@ -541,6 +563,30 @@ void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint
     }
     g.open.push_back(std::move(op));
   });
+}
+
+void check_wgmma_shape(int n, int scale_d, int scale_a, int scale_b, const char* shape) {
+  if (n < 8 || n > 256 || n % 8) kernel_error(fmt::format("wgmma.mma_async.{}: N is a multiple of 8 from 8 to 256", shape).c_str());
+  if ((scale_a != 1 && scale_a != -1) || (scale_b != 1 && scale_b != -1) || (scale_d != 0 && scale_d != 1))
+    kernel_error("wgmma.mma_async: imm-scale-a/b are 1 or -1, scale-d 0 or 1");
+}
+
+}  // namespace
+
+void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, int scale_a,
+                     int scale_b, int tnsp_a, int tnsp_b) {
+  require_sm90("wgmma.mma_async");
+  check_wgmma_shape(n, scale_d, scale_a, scale_b, "m64nNk16");
+  if (tnsp_a != 0 || tnsp_b != 0) kernel_error("wgmma.mma_async with transposed (MN-major) operands is not emulated");
+  const WgmmaType type = bf16 ? WgmmaType::bf16 : WgmmaType::f16;
+  issue_wgmma(type, type, n, d, desc_a, desc_b, scale_d, scale_a, scale_b);
+}
+
+void wgmma_mma_async_fp8(bool a_e5m2, bool b_e5m2, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  require_sm90("wgmma.mma_async (FP8)");
+  check_wgmma_shape(n, scale_d, 1, 1, "m64nNk32");
+  issue_wgmma(a_e5m2 ? WgmmaType::e5m2 : WgmmaType::e4m3, b_e5m2 ? WgmmaType::e5m2 : WgmmaType::e4m3, n, d, desc_a, desc_b,
+              scale_d, 1, 1);
 }
 
 void setmaxnreg(bool increase, unsigned count) {

@@ -46,6 +46,12 @@ void wgmma_wait_group(int pending);
 // scale_a/scale_b are the ±1 immediates, tnsp_a/tnsp_b must be 0 (K-major operands).
 void wgmma_mma_async(bool bf16, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, int scale_a,
                      int scale_b, int tnsp_a, int tnsp_b);
+// wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2}: d = A(64×32)·B(32×N) +
+// (scale_d ? d : 0) from FP8 operands (K-major; FP8 has no transposed form). Each product of two
+// codes is exact in FP32; the sum runs in ascending k, one FP32 rounding an addition - the FP8
+// GEMM's arithmetic (kernels/fp8_gemm.h), which the CPU reference follows bit for bit. (Hopper's
+// own FP8 accumulation is narrower than FP32: a GPU agrees to within that, not bitwise.)
+void wgmma_mma_async_fp8(bool a_e5m2, bool b_e5m2, int n, float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d);
 // setmaxnreg.{inc,dec}.sync.aligned.u32: checks its operand (24..256, a multiple of 8), warpgroup-wide.
 void setmaxnreg(bool increase, unsigned count);
 

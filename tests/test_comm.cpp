@@ -32,11 +32,11 @@ TEST_CASE("agreement: the first differing setting is named with both values", "[
 TEST_CASE("agreement at start-up: one bad rank ends every rank, named - all bad alike prints once", "[comm]") {
   const Settings s = {{"--lr", "0.001"}};
   const StartupStatus go{-1, "", s};
-  const StartupStatus bad{2, "--precision: fp8 not in {fp32,fp16,bf16} (see --help)", {}};
+  const StartupStatus bad{2, "--precision: fp4 not in {fp32,fp16,bf16,fp8} (see --help)", {}};
   CHECK(decide_startup({go, go}).exit_code == -1);
   const StartupVerdict one = decide_startup({go, bad, go});
   CHECK(one.exit_code == 2);
-  CHECK(one.message == "rank 1 of 3: --precision: fp8 not in {fp32,fp16,bf16} (see --help)");
+  CHECK(one.message == "rank 1 of 3: --precision: fp4 not in {fp32,fp16,bf16,fp8} (see --help)");
   const StartupVerdict all = decide_startup({bad, bad});
   CHECK(all.exit_code == 2);
   CHECK(all.message == bad.message);  // the same for all: said once, without a rank

@@ -114,6 +114,10 @@ class GpuBackend final : public Backend {
                        .release = [](void* self, void* p) { static_cast<GpuBackend*>(self)->deallocate(p); }};
     use_wgmma_ = props_.major == 9 && props_.minor == 0 && env_value("HALFTAPE_WGMMA").value_or("1") == "1" &&
                  wgmma_self_check(*this, stream_);
+    // The FP8 GEMM's Hopper form: on the emulator's sm_90 with the wgmma GEMM (checked bit for bit
+    // against the reference in CI); on a GPU only when asked (HALFTAPE_FP8_WGMMA=1) until a GPU run
+    // has checked it (scripts/gpu-check.sh) - the CUDA-core FP8 kernel otherwise.
+    stream_.fp8_wgmma = use_wgmma_ && (kDevice != Device::cuda || env_value("HALFTAPE_FP8_WGMMA").value_or("0") == "1");
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
