@@ -4,7 +4,7 @@
 //
 // A kernel's launch takes the longest of
 //   memory: its DRAM bytes (distinct sectors read and written) at the HBM bandwidth;
-//   tensor: its mma/wgmma FLOPs at the dense FP16/BF16 tensor peak;
+//   tensor: its mma/wgmma FLOPs at the dense FP16/BF16 tensor peak (FP8 ones at the FP8 peak);
 //   shared: its shared-memory wavefronts at one a clock per SM;
 // each over the SMs its grid fills (a grid of fewer blocks than SMs gets that share of the
 // machine), and tensor and shared also over its waves: with b blocks an SM resident (the
@@ -28,6 +28,7 @@ struct GpuSpec {
   int sms;
   double clock_ghz;          // boost
   double tensor_tflops;      // dense FP16/BF16 with FP32 accumulation
+  double fp8_tensor_tflops;  // dense FP8 (0: no FP8 tensor cores)
   double fp32_tflops;        // CUDA cores (not modelled yet: the counters count no CUDA-core FLOPs)
   double hbm_tb_s;
   double launch_us;          // assumed per launch (a typical eager-launch gap), not a datasheet figure

@@ -15,6 +15,7 @@
 #   1. facts: GPU, driver, CUDA, glibc, that every library resolves, and that halftape starts on
 #      the GPU (which runs the wgmma GEMM's start-up self-check, engine/gpu/wgmma_self_check.cpp);
 #   2. the wgmma GEMM against FP64 on the self-check's shapes (256-wide and persistent tiles);
+#      its FP8 form (opted into with HALFTAPE_FP8_WGMMA=1) against the CPU reference;
 #   3. halftape bench all --device cuda (no PyTorch), then the one-rank NCCL allreduce bench;
 #   4. training: the MLP through each GEMM path, --cuda-graph and NCCL; nanoGPT's shakespeare-char
 #      recipe in bf16 for 200 steps; the char GPT for 500 steps in bf16 and in fp8 (both
@@ -256,6 +257,9 @@ fi
 
 # --- 2. the wgmma GEMM on the self-check's shapes --------------------------------------------
 run "wgmma GEMM vs FP64: the self-check's wide and persistent shapes" 120 --gpu "${ht_env[@]}" "$tests" "[wgmma-gpu]"
+
+run "FP8 GEMM on Hopper's tensor cores (HALFTAPE_FP8_WGMMA=1) and on CUDA cores vs the reference" 60 --gpu "${ht_env[@]}" \
+  HALFTAPE_FP8_WGMMA=1 "$tests" "[fp8-gpu]"
 
 # --- 3. benchmarks ----------------------------------------------------------------------------
 run "halftape bench all --device cuda" 150 --gpu "${ht_env[@]}" "$bin" bench all --device cuda --json "$out/bench.json"

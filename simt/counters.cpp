@@ -214,6 +214,7 @@ void add_into(KernelCounters& into, const KernelCounters& from) {
   into.dram_read_bytes += from.dram_read_bytes;
   into.dram_write_bytes += from.dram_write_bytes;
   into.tensor_flops += from.tensor_flops;
+  into.tensor_fp8_flops += from.tensor_fp8_flops;
 }
 
 }  // namespace
@@ -237,6 +238,10 @@ void count_access(const void* site, const void* address, unsigned bytes, Access 
 
 void count_tensor_flops(std::uint64_t flops) {
   if (t_count.launch) t_count.partial.tensor_flops += flops;
+}
+
+void count_tensor_fp8_flops(std::uint64_t flops) {
+  if (t_count.launch) t_count.partial.tensor_fp8_flops += flops;
 }
 
 void count_tma_element(const void* global_address, unsigned bytes) {

@@ -61,6 +61,7 @@ struct KernelCounters {
   std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;  // distinct sectors x 32, per launch, summed
   SharedCounters shared_load, shared_store;
   std::uint64_t tensor_flops = 0;  // mma.sync and wgmma: 2 M N K per instruction
+  std::uint64_t tensor_fp8_flops = 0;  // the part of them from FP8 operands (twice the 16-bit rate on Hopper)
 
   std::uint64_t global_requests() const { return global_load.requests + global_store.requests + global_atomic.requests; }
   std::uint64_t global_sectors() const { return global_load.sectors + global_store.sectors + global_atomic.sectors; }
@@ -96,6 +97,7 @@ void count_access(const void* site, const void* address, unsigned bytes, Access 
 // it writes or a wgmma reads, served swizzled.
 bool counting();  // is the calling worker counting a launch? (skip building the figures if not)
 void count_tensor_flops(std::uint64_t flops);
+void count_tensor_fp8_flops(std::uint64_t flops);  // FP8 ones, counted by count_tensor_flops as well
 void count_tma_element(const void* global_address, unsigned bytes);
 void count_tma_copy_done();
 void count_swizzled_shared(std::uint64_t bytes, Access kind);

@@ -547,7 +547,9 @@ void issue_wgmma(WgmmaType a_type, WgmmaType b_type, int n, float* d, std::uint6
     std::vector<float> scratch(static_cast<std::size_t>(256) * 32);
     load_operand(h, op.desc_a, 64, a_type, scratch.data(), &op.chunks);
     load_operand(h, op.desc_b, n, b_type, scratch.data(), &op.chunks);
-    count_tensor_flops(std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(depth));
+    const std::uint64_t flops = std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(depth);
+    count_tensor_flops(flops);
+    if (is_fp8(a_type)) count_tensor_fp8_flops(flops);
     count_swizzled_shared(op.chunks.size() * 16, Access::load);
     snapshot(h, op);
     for (int t = 0; t < 128; ++t) {

@@ -6,6 +6,7 @@
 #include "kernels/fp8_cast.h"
 #include "kernels/fp8_gemm.h"
 #include "kernels/fp8_scaling.h"
+#include "tests/helpers.h"
 
 #include <catch2/catch.hpp>
 
@@ -275,4 +276,44 @@ TEST_CASE("fp8 update: the delayed recipe's scales come from the history, the cu
   CHECK(want[3][4] == 64.0f);
   CHECK(want[4][4] == 1.0f / 64.0f);
   CHECK(want[5][4] == 7.0f);
+}
+
+TEST_CASE("fp8 gemm on a GPU: the tensor cores' FP8 sums (Hopper's, under HALFTAPE_FP8_WGMMA=1) within their accumulation "
+          "width of the reference", "[.][fp8-gpu]") {
+  // Hopper adds FP8 products in a format narrower than FP32 (about 14 bits: DeepSeek-V3's
+  // report), so a GPU is held to 2^-10 of the sum of the products' magnitudes, not to the bit.
+  const std::unique_ptr<Backend> cpu = make_backend(DeviceChoice::cpu);
+  for (DeviceChoice d : test::gpu_devices()) {
+    if (d != DeviceChoice::cuda) continue;
+    const std::unique_ptr<Backend> gpu = make_backend(d);
+    for (const Fp8Kind a_kind : {Fp8Kind::e4m3, Fp8Kind::e5m2}) {
+      const std::int64_t M = 300, N = 260, K = 1040;
+      const std::vector<std::uint8_t> a = codes(M * K, a_kind, 5), b = codes(N * K, Fp8Kind::e4m3, 6);
+      const float inv[2] = {0.25f, 0.5f};
+      auto run = [&](Backend& be) {
+        const Tensor da = be.empty(Shape{M, K}, DType::u8), db = be.empty(Shape{N, K}, DType::u8);
+        const Tensor c = be.zeros(Shape{M, N}, DType::f32), dinv = be.empty(Shape{2}, DType::f32);
+        be.upload(da.data(), a.data(), a.size());
+        be.upload(db.data(), b.data(), b.size());
+        be.upload(dinv.data(), inv, sizeof(inv));
+        be.fp8_gemm({.M = M, .N = N, .K = K, .a = da.data_as<std::uint8_t>(), .b = db.data_as<std::uint8_t>(), .a_kind = a_kind,
+                     .b_kind = Fp8Kind::e4m3, .a_scale_inv = dinv.data_as<float>(), .b_scale_inv = dinv.data_as<float>() + 1,
+                     .c = c.data_as<float>()});
+        return download<float>(be, c);
+      };
+      const std::vector<float> want = run(*cpu), got = run(*gpu);
+      INFO(gpu->description() << (a_kind == Fp8Kind::e4m3 ? " E4M3" : " E5M2"));
+      std::int64_t bad = 0;
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          double magnitude = 0;
+          for (std::int64_t k = 0; k < K; ++k)
+            magnitude += std::fabs(static_cast<double>(fp8_bits_to_f32(a[static_cast<std::size_t>(m * K + k)], fp8_format(a_kind))) *
+                                   e4m3_bits_to_f32(b[static_cast<std::size_t>(n * K + k)]));
+          const std::size_t i = static_cast<std::size_t>(m * N + n);
+          bad += std::fabs(static_cast<double>(got[i]) - want[i]) > 0x1p-10 * magnitude * inv[0] * inv[1] ? 1 : 0;
+        }
+      CHECK(bad == 0);
+    }
+  }
 }

@@ -60,3 +60,13 @@ TEST_CASE("gpu model: memory time over the SMs a grid fills, a launch overhead e
   k.dram_read_bytes = 32;  // nothing to do: the launches' overhead is the time
   CHECK(bench::estimate(h100, k, 8).bound == "latency");
 }
+
+TEST_CASE("gpu model: FP8 tensor FLOPs at the FP8 peak (twice the 16-bit one on Hopper), none on an A100", "[model]") {
+  const bench::GpuSpec& h100 = bench::find_gpu("h100");
+  KernelCounters k = tensor_kernel(132);  // a second of the 16-bit peak ...
+  k.tensor_fp8_flops = k.tensor_flops;    // ... all of it FP8: half a second
+  CHECK(bench::estimate(h100, k, 1).tensor_us == Approx(1e6 * 989.4 / 1978.9));
+  k.tensor_fp8_flops = k.tensor_flops / 2;  // half of it: a quarter plus a half
+  CHECK(bench::estimate(h100, k, 1).tensor_us == Approx(1e6 * (0.5 + 0.5 * 989.4 / 1978.9)));
+  CHECK_THROWS_WITH(bench::estimate(bench::find_gpu("a100"), k, 1), Catch::Contains("no FP8 tensor cores"));
+}
