@@ -28,6 +28,7 @@ bool in_range(std::string_view v, int lo, int hi) {
 
 constexpr EnvVar kVars[] = {
     {"HALFTAPE_WGMMA", "0 or 1", [](std::string_view v) { return v == "0" || v == "1"; }},
+    {"HALFTAPE_FP8_WGMMA", "0 or 1", [](std::string_view v) { return v == "0" || v == "1"; }},
     {"HALFTAPE_SIMT_ARCH", "sm_80 or sm_90", [](std::string_view v) { return v == "sm_80" || v == "sm_90"; }},
     {"HALFTAPE_SIMT_SCHEDULE", "forward, reverse or shuffle",
      [](std::string_view v) { return v == "forward" || v == "reverse" || v == "shuffle"; }},

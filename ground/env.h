@@ -2,6 +2,8 @@
 // Anything else is one clear error at start-up (`halftape` checks them all before any work,
 // whatever device runs), never a value silently taken as the default.
 //   HALFTAPE_WGMMA         0 | 1        0: the Hopper GEMM is not used on sm_90 (default 1)
+//   HALFTAPE_FP8_WGMMA     0 | 1        1: FP8 products take the Hopper GEMM on a GPU (default 0 until a
+//                                       GPU has checked it; the emulator's sm_90 always does)
 //   HALFTAPE_SIMT_ARCH     sm_80 | sm_90  the GPU the emulator presents (default sm_80)
 //   HALFTAPE_SIMT_SCHEDULE forward | reverse | shuffle  the emulator's order of warps
 //   HALFTAPE_SIMT_THREADS  1..256       the emulator's worker threads (default: all cores)

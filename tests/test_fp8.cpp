@@ -234,7 +234,7 @@ TEST_CASE("fp8 gemm on Hopper: the wgmma GEMM's FP8 form (k32, TMA, the stage ri
 }
 
 TEST_CASE("fp8 update: the delayed recipe's scales come from the history, the current recipe's from the tensor's amax, and "
-          "end_step rings the amaxes in; the kernel equals the reference", "[fp8][kernels]") {
+          "end_step rings the amaxes in - the kernel equals the reference", "[fp8][kernels]") {
   const std::unique_ptr<Backend> cpu = make_backend(DeviceChoice::cpu);
   const std::unique_ptr<Backend> gpu = make_backend(DeviceChoice::simt);
   auto run = [](Backend& b) {

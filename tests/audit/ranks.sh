@@ -40,11 +40,11 @@ done
 expect "--save on one rank only" 30 nonzero "ranks disagree on --save: rank 0 has nothing, rank 1 has $work/one" \
   mpmd -- --save "$work/one"
 expect "--resume on one rank only" 30 nonzero "ranks disagree on --resume" mpmd --resume "$work/nothing" --
-expect "a bad flag on rank 1 only" 30 nonzero "rank 1 of 2: .*--precision" mpmd -- --precision fp8
+expect "a bad flag on rank 1 only" 30 nonzero "rank 1 of 2: .*--precision" mpmd -- --precision fp4
 expect "an unknown flag on rank 1 only" 30 nonzero "rank 1 of 2: .*--frobnicate" mpmd -- --frobnicate
 expect "--help on rank 1 only" 30 nonzero "rank 1 of 2 was asked for --help" mpmd -- --help
-expect "a bad value on every rank: said once" 30 nonzero "halftape: error: --precision: fp8" \
-  "$mpiexec" --oversubscribe --bind-to none -n 2 "$bin" train "${common[@]}" --precision fp8
+expect "a bad value on every rank: said once" 30 nonzero "halftape: error: --precision: fp4" \
+  "$mpiexec" --oversubscribe --bind-to none -n 2 "$bin" train "${common[@]}" --precision fp4
 [[ $(count_lines "halftape: error:") -eq 1 ]] || { echo "FAIL all ranks bad: not exactly one error line"; failures=$((failures + 1)); }
 expect "a --save no rank can write" 30 nonzero "--save /proc/halftape-x: cannot create" \
   "$mpiexec" --oversubscribe --bind-to none -n 2 "$bin" train "${common[@]}" --save /proc/halftape-x
