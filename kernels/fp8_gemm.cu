@@ -48,19 +48,7 @@ void launch_fp8_gemm(const Fp8GemmArgs& a, const Stream& s) {
     launch_fp8_gemm_wgmma(a, s);
     return;
   }
-  gemm_epilogue::Params p;
-  p.M = a.M;
-  p.N = a.N;
-  p.K = a.K;
-  p.k_split = a.K;
-  p.epilogue = a.epilogue;
-  p.beta = a.beta;
-  p.c = a.c;
-  p.out = a.out;
-  p.pre = a.pre;
-  p.bias = a.bias;
-  p.saved = a.saved;
-  p.act = a.act;
+  const gemm_epilogue::Params p = gemm_epilogue::fp8_gemm_params(a);  // (the scales: read by the kernel itself)
   const TileGrid grid = tile_grid(a.N, a.M, kTile, kTile);  // N's tiles in x, M's in y
   if (grid.y > 65535u) ht::call_failed("fp8_gemm", "more rows than the kernel's grid takes (65535 tiles of 32)", __FILE__, __LINE__);
   HT_LAUNCH(fp8_gemm_kernel, (LaunchConfig{dim3(grid.x, grid.y), dim3(kSide, kSide)}), s, a.a, a.b, a.a_kind, a.b_kind,

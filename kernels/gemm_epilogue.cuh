@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/activation.h"
+#include "kernels/fp8_gemm.h"
 #include "kernels/gpu.h"
 #include "kernels/linear_gemm.h"
 
@@ -50,6 +51,28 @@ inline Params gemm_params(const LinearGemmArgs& args) {
   p.bias = args.bias;
   p.saved = args.saved;
   p.act = args.act;
+  return p;
+}
+
+// The FP8 GEMM's (kernels/fp8_gemm.h): its sums scaled by the operands' inverse scales, bf16 out.
+inline Params fp8_gemm_params(const Fp8GemmArgs& a) {
+  Params p;
+  p.a = a.a;
+  p.b = a.b;
+  p.M = a.M;
+  p.N = a.N;
+  p.K = a.K;
+  p.k_split = a.K;
+  p.epilogue = a.epilogue;
+  p.beta = a.beta;
+  p.c = a.c;
+  p.out = a.out;
+  p.pre = a.pre;
+  p.bias = a.bias;
+  p.saved = a.saved;
+  p.act = a.act;
+  p.scale_inv_a = a.a_scale_inv;
+  p.scale_inv_b = a.b_scale_inv;
   return p;
 }
 

@@ -233,24 +233,9 @@ template <Fp8Kind A> void launch_fp8(const Fp8GemmArgs& a, const Stream& s) {
   constexpr int kBN = 128;
   allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN>, Tile<kBN>::kSharedBytes>();
   const CUtensorMap map_a = tensor_map(a.a, a.M, a.K, DType::u8, kBM), map_b = tensor_map(a.b, a.N, a.K, DType::u8, kBN);
-  gemm_epilogue::Params p;
-  p.M = a.M;
-  p.N = a.N;
-  p.K = a.K;
-  p.k_split = a.K;
-  p.epilogue = a.epilogue;
-  p.beta = a.beta;
-  p.c = a.c;
-  p.out = a.out;
-  p.pre = a.pre;
-  p.bias = a.bias;
-  p.saved = a.saved;
-  p.act = a.act;
-  p.scale_inv_a = a.a_scale_inv;
-  p.scale_inv_b = a.b_scale_inv;
   const std::int64_t tiles = (a.M + kBM - 1) / kBM * ((a.N + kBN - 1) / kBN);
   const LaunchConfig cfg{dim3(static_cast<unsigned>(std::min<std::int64_t>(tiles, s.sm_count))), kThreads, Tile<kBN>::kSharedBytes};
-  HT_LAUNCH((gemm_wgmma_kernel<T, kBN>), cfg, s, map_a, map_b, p);
+  HT_LAUNCH((gemm_wgmma_kernel<T, kBN>), cfg, s, map_a, map_b, gemm_epilogue::fp8_gemm_params(a));
 }
 
 }  // namespace wgmma_gemm
