@@ -18,7 +18,8 @@
 # another count on one rank, a collective queued on the stream the result is not read on) run the
 # data-parallel tests on 2 ranks over the NCCL stand-in. The FP8 plants (the delayed recipe
 # scaling from the step's own amax, the gradient cast as E4M3, a transposed copy a row off, the
-# ranks' amaxes not reduced) run the FP8 tests. Takes about 45 minutes;
+# ranks' amaxes not reduced, and on the emulated sm_90 the E5M2 operand handed to the FP8 wgmma
+# as E4M3) run the FP8 tests. Takes about 45 minutes;
 # PLANTS=TEXT runs only the plants whose description contains TEXT (PLANTS=gemm_wgmma: the
 # Hopper ones; PLANTS='attention|column sums': either).
 set -uo pipefail
