@@ -29,8 +29,13 @@ int run_train(const TrainFlags& flags, const MpiWorld* world) {
     *log << fmt::format("note: --zero {} with one rank shards nothing (run under mpirun -np N to shard over N ranks)\n", config.zero);
   if (log) {
     const DType dtype = compute_dtype(config.precision);
+    std::string precision(precision_name(config.precision));
+    if (const Fp8State* fp8 = trainer.step_state().fp8())  // which recipe, and how many of the linear layers it covers
+      precision += fmt::format(" ({} scaling, {} of {} linear layers)",
+                               fp8->config().recipe == Fp8Recipe::delayed ? "delayed" : "current", fp8->layers(),
+                               trainer.model().linear_weights().all.size());
     *log << fmt::format("halftape train | {} | GEMM {} | {} | {} | {} ({} parameters) | {} | world {}\n", backend->description(),
-                        backend->gemm_kernel_name(dtype), precision_name(config.precision), data.describe(),
+                        backend->gemm_kernel_name(dtype), precision, data.describe(),
                         trainer.model().describe(), trainer.params().numel(), optimizer_name(config.optimizer.kind),
                         comm->world_size());
     if (!flags.from_recipe.empty())

@@ -106,15 +106,21 @@ def demangle(names):
 
 
 def enumerators():
-    """{'(ht::GemmOp)0': 'ht::GemmOp::nt', ...}: c++filt writes an enumerator template argument as
-    a cast; the host compiler (and so the emulator) by its name. Read from kernels/gemm.h."""
-    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels", "gemm.h")
-    with open(header, encoding="utf-8") as f:
-        m = re.search(r"enum class GemmOp\s*:\s*[\w:]+\s*{([^}]*)}", f.read())
-    if not m:
-        sys.exit(f"FAIL: no 'enum class GemmOp' in {header}")
-    names = [n.strip() for n in m.group(1).split(",") if n.strip()]
-    return {f"(ht::GemmOp){i}": f"ht::GemmOp::{n}" for i, n in enumerate(names)}
+    """{'(ht::GemmOp)0': 'ht::GemmOp::nt', '(ht::Fp8Kind)1': 'ht::Fp8Kind::e5m2', ...}: c++filt writes
+    an enumerator template argument as a cast; the host compiler (and so the emulator) by its name.
+    Read from the headers that declare them."""
+    kernels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels")
+    spelled = {}
+    for enum, header in (("GemmOp", "gemm.h"), ("Fp8Kind", "fp8_scaling.h")):
+        with open(os.path.join(kernels, header), encoding="utf-8") as f:
+            m = re.search(r"enum class " + enum + r"\s*:\s*[\w:]+\s*{([^}]*)}", f.read())
+        if not m:
+            sys.exit(f"FAIL: no 'enum class {enum}' in kernels/{header}")
+        names = [n.split("=")[0].strip() for n in m.group(1).split(",") if n.strip()]
+        spelled.update({f"(ht::{enum}){i}": f"ht::{enum}::{n}" for i, n in enumerate(names)})
+    # a type of the kernel's own namespace as a template argument: the host compiler leaves it unqualified
+    spelled["ht::gpu::cuda_impl::wgmma_gemm::"] = ""
+    return spelled
 
 
 def short_name(demangled):
