@@ -61,12 +61,26 @@ void Fp8State::cast(Backend& backend, const Tensor& x, std::int32_t slot, const 
                     .saturated = record ? t_.saturated + slot : nullptr});
 }
 
+const Fp8State::CastWeight& Fp8State::cast_weight(Backend& backend, std::int32_t layer, const Tensor& weight) const {
+  weight_cache_.resize(layer_weights_.size());
+  CastWeight& w = weight_cache_.at(static_cast<std::size_t>(layer));
+  if (w.codes.defined()) return w;
+  const std::int64_t out = weight.shape()[0], in = weight.shape()[1];
+  w.codes = backend.empty(Shape{out, in}, DType::u8);
+  w.codes_t = backend.empty(Shape{in, out}, DType::u8);
+  cast(backend, weight, fp8_slot(layer, Fp8Role::weight), w.codes, w.codes_t, /*record=*/true);
+  ++weight_casts_;
+  return w;
+}
+
 void Fp8State::begin_step(Backend& backend) const {
+  weight_cache_.clear();
   if (config_.recipe == Fp8Recipe::delayed)
     backend.fp8_update({.tensors = t_, .what = Fp8Update::begin_step, .margin = config_.margin});
 }
 
 void Fp8State::end_step(Backend& backend, const DeviceStepState* state) const {
+  weight_cache_.clear();  // the optimizer changes the weights next
   backend.fp8_update({.tensors = t_, .what = Fp8Update::end_step, .margin = config_.margin, .state = state});
 }
 

@@ -37,6 +37,16 @@ class Fp8State {
   // training step; not evaluation).
   void cast(Backend& backend, const Tensor& x, std::int32_t slot, const Tensor& out, const Tensor& out_t, bool record) const;
 
+  // A covered layer's weight (out, in) bf16, cast for the training step - its codes and their
+  // transpose - once, however many micro-batches and recomputed forwards read it (Transformer
+  // Engine's weight caching): the weights change only in the optimizer, after end_step, which
+  // empties the cache. (Emptied inside the step, so a captured CUDA graph keeps its memory.)
+  struct CastWeight {
+    Tensor codes, codes_t;
+  };
+  const CastWeight& cast_weight(Backend& backend, std::int32_t layer, const Tensor& weight) const;
+  std::int64_t weight_casts() const { return weight_casts_; }  // so far (tests)
+
   void begin_step(Backend& backend) const;
   float* step_amaxes() const { return t_.amax; }  // (count) fp32 on the device
   void end_step(Backend& backend, const DeviceStepState* state) const;
@@ -57,6 +67,8 @@ class Fp8State {
   std::vector<int> layer_of_param_;
   Tensor buffer_;
   Fp8Tensors t_;
+  mutable std::vector<CastWeight> weight_cache_;  // by layer; empty codes: not cast this step
+  mutable std::int64_t weight_casts_ = 0;
 };
 
 // The slot of a layer's tensor, and its name in logs and checkpoints ("3.input").

@@ -55,20 +55,26 @@ class CastProducts final : public LinearProducts {
 };
 
 // HYBRID: x and W cast to E4M3 in the forward, each with its transpose (the backward's K-major
-// operands), the gradient to E5M2 once, in the first of the backward's two products.
+// operands; W once a training step), the gradient to E5M2 once, in the first of the backward's
+// two products.
 class Fp8Products final : public LinearProducts {
  public:
   Fp8Products(Backend& backend, const Fp8State& fp8, int layer, const Tensor& x, const Tensor& weight, bool training)
       : LinearProducts(backend, x.shape()[0], weight.shape()[1], weight.shape()[0]), fp8_(fp8), layer_(layer),
         training_(training), x_(x), weight_(weight) {}
   void forward(const Tensor& y, const Tensor& pre, const Tensor& bias, Activation act) override {
-    const Tensor x8 = backend_.empty(Shape{rows_, in_}, DType::u8), w8 = backend_.empty(Shape{out_, in_}, DType::u8);
-    if (training_) {
-      x8t_ = backend_.empty(Shape{in_, rows_}, DType::u8);
-      w8t_ = backend_.empty(Shape{in_, out_}, DType::u8);
-    }
+    const Tensor x8 = backend_.empty(Shape{rows_, in_}, DType::u8);
+    if (training_) x8t_ = backend_.empty(Shape{in_, rows_}, DType::u8);
     fp8_.cast(backend_, x_, slot(Fp8Role::input), x8, x8t_, training_);
-    fp8_.cast(backend_, weight_, slot(Fp8Role::weight), w8, w8t_, training_);
+    Tensor w8;
+    if (training_) {  // once a step (Fp8State::cast_weight)
+      const Fp8State::CastWeight& w = fp8_.cast_weight(backend_, layer_, weight_);
+      w8 = w.codes;
+      w8t_ = w.codes_t;
+    } else {
+      w8 = backend_.empty(Shape{out_, in_}, DType::u8);
+      fp8_.cast(backend_, weight_, slot(Fp8Role::weight), w8, Tensor(), false);
+    }
     x_ = weight_ = Tensor();  // the backward reads the transposed codes only
     backend_.fp8_gemm({.M = rows_, .N = out_, .K = in_, .a = x8.data_as<std::uint8_t>(), .b = w8.data_as<std::uint8_t>(),
                        .a_kind = Fp8Kind::e4m3, .b_kind = Fp8Kind::e4m3,
@@ -327,15 +333,15 @@ Var recompute(OpContext& ctx, const Var& x, GraphPart part) {
   Var y;
   {  // the first run: its result, and the parameter uses the backward will report
     Tape scratch;
-    OpContext first{ctx.backend, ctx.params, &scratch, ctx.dropout};
+    OpContext first{ctx.backend, ctx.params, &scratch, ctx.dropout, ctx.fp8};
     y = make_var(part(first, make_var(x->value, x->requires_grad))->value, true);
     ctx.tape->add_param_uses(scratch);
   }  // the scratch tape's closures, and with them the part's activations, go here
   ctx.tape->consume(x);
-  ctx.tape->record([&backend = ctx.backend, &params = ctx.params, outer = ctx.tape, dropout = ctx.dropout, x, y,
+  ctx.tape->record([&backend = ctx.backend, &params = ctx.params, outer = ctx.tape, dropout = ctx.dropout, fp8 = ctx.fp8, x, y,
                     part = std::move(part)] {
     Tape replay(outer);
-    OpContext again{backend, params, &replay, dropout};  // the same masks as the first run
+    OpContext again{backend, params, &replay, dropout, fp8};  // the same masks (and FP8 scales) as the first run
     const Var x2 = make_var(x->value, x->requires_grad);
     const Var y2 = part(again, x2);
     accumulate_grad(backend, *y2, y->grad);

@@ -170,3 +170,39 @@ TEST_CASE("fp8 training: under the delayed recipe a step casts with the scale of
     CHECK(s.scale[static_cast<std::size_t>(i)] == fp8_scale(before, fp8_max(fp8_slot_kind(i)), 0, 1.0f));  // ... and not used
   }
 }
+
+TEST_CASE("fp8 training: a weight is cast once a step, however many micro-batches and recomputed forwards read it",
+          "[fp8][training]") {
+  TrainConfig c = gpt_config(Precision::fp8);
+  c.steps = 3;
+  c.accum_steps = 3;
+  TrainConfig recomputed = c;
+  recomputed.model.gpt.recompute = GptSpec::Recompute::block;
+  for (const TrainConfig& config : {c, recomputed}) {
+    auto backend = make_backend(DeviceChoice::cpu);
+    auto comm = make_single_process_communicator();
+    const DataSplit data = load_data(config.data, config.synthetic, config.vocab_size);
+    Trainer trainer(config, *backend, *comm, data, nullptr);
+    for (std::int64_t s = 1; s <= 3; ++s) trainer.train_step(s);
+    const Fp8State& fp8 = *trainer.step_state().fp8();
+    CHECK(fp8.weight_casts() == 3 * fp8.layers());  // not 3 micro-batches (x2 recomputed) a step
+  }
+}
+
+TEST_CASE("fp8 training: --recompute block trains the same weights bit for bit - the recomputed forward casts as the first did",
+          "[fp8][training][gpt]") {
+  for (Fp8Recipe recipe : {Fp8Recipe::delayed, Fp8Recipe::current}) {
+    TrainConfig c = gpt_config(Precision::fp8);
+    c.fp8.recipe = recipe;
+    c.steps = 3;
+    c.accum_steps = 2;
+    const TrainRun kept = train_in_process(c);
+    c.model.gpt.recompute = GptSpec::Recompute::block;
+    const TrainRun recomputed = train_in_process(c);
+    TrainConfig b = c;
+    b.precision = Precision::bf16;
+    INFO((recipe == Fp8Recipe::delayed ? "delayed" : "current"));
+    CHECK(recomputed.master == kept.master);
+    CHECK(recomputed.master != train_in_process(b).master);  // (FP8 did run)
+  }
+}
