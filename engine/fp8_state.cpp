@@ -39,49 +39,48 @@ int Fp8State::layer_of(int weight) const {
              : -1;
 }
 
-void Fp8State::cast(Backend& backend, const Tensor& x, std::int32_t slot, const Tensor& out, const Tensor& out_t,
-                    bool record) const {
+void Fp8State::cast(const Tensor& x, std::int32_t slot, const Tensor& out, const Tensor& out_t, bool record) const {
   HT_CHECK(x.dtype() == DType::bf16 && x.shape().rank() == 2, "fp8: casts take a 2-D bf16 tensor, got {} {}",
            x.shape().to_string(), dtype_name(x.dtype()));
   const std::int64_t rows = x.shape()[0], cols = x.shape()[1];
   const Fp8Kind kind = fp8_slot_kind(slot);
   const bool current = config_.recipe == Fp8Recipe::current;
   if (current) {  // the scale from this tensor's own amax: one pass before the cast
-    backend.fp8_cast({.x = x.data(), .rows = rows, .cols = cols, .kind = kind, .amax = t_.current_amax + slot});
-    backend.fp8_update({.tensors = t_, .what = Fp8Update::from_current, .margin = config_.margin, .slot = slot});
+    backend_.fp8_cast({.x = x.data(), .rows = rows, .cols = cols, .kind = kind, .amax = t_.current_amax + slot});
+    backend_.fp8_update({.tensors = t_, .what = Fp8Update::from_current, .margin = config_.margin, .slot = slot});
   }
-  backend.fp8_cast({.x = x.data(),
-                    .rows = rows,
-                    .cols = cols,
-                    .scale = t_.scale + slot,
-                    .kind = kind,
-                    .out = out.data_as<std::uint8_t>(),
-                    .out_t = out_t.defined() ? out_t.data_as<std::uint8_t>() : nullptr,
-                    .amax = record && !current ? t_.amax + slot : nullptr,
-                    .saturated = record ? t_.saturated + slot : nullptr});
+  backend_.fp8_cast({.x = x.data(),
+                     .rows = rows,
+                     .cols = cols,
+                     .scale = t_.scale + slot,
+                     .kind = kind,
+                     .out = out.data_as<std::uint8_t>(),
+                     .out_t = out_t.defined() ? out_t.data_as<std::uint8_t>() : nullptr,
+                     .amax = record && !current ? t_.amax + slot : nullptr,
+                     .saturated = record ? t_.saturated + slot : nullptr});
 }
 
-const Fp8State::CastWeight& Fp8State::cast_weight(Backend& backend, std::int32_t layer, const Tensor& weight) const {
+const Fp8State::CastWeight& Fp8State::cast_weight(std::int32_t layer, const Tensor& weight) const {
   weight_cache_.resize(layer_weights_.size());
   CastWeight& w = weight_cache_.at(static_cast<std::size_t>(layer));
   if (w.codes.defined()) return w;
   const std::int64_t out = weight.shape()[0], in = weight.shape()[1];
-  w.codes = backend.empty(Shape{out, in}, DType::u8);
-  w.codes_t = backend.empty(Shape{in, out}, DType::u8);
-  cast(backend, weight, fp8_slot(layer, Fp8Role::weight), w.codes, w.codes_t, /*record=*/true);
+  w.codes = backend_.empty(Shape{out, in}, DType::u8);
+  w.codes_t = backend_.empty(Shape{in, out}, DType::u8);
+  cast(weight, fp8_slot(layer, Fp8Role::weight), w.codes, w.codes_t, /*record=*/true);
   ++weight_casts_;
   return w;
 }
 
-void Fp8State::begin_step(Backend& backend) const {
+void Fp8State::begin_step() const {
   weight_cache_.clear();
   if (config_.recipe == Fp8Recipe::delayed)
-    backend.fp8_update({.tensors = t_, .what = Fp8Update::begin_step, .margin = config_.margin});
+    backend_.fp8_update({.tensors = t_, .what = Fp8Update::begin_step, .margin = config_.margin});
 }
 
-void Fp8State::end_step(Backend& backend, const DeviceStepState* state) const {
+void Fp8State::end_step(const DeviceStepState* state) const {
   weight_cache_.clear();  // the optimizer changes the weights next
-  backend.fp8_update({.tensors = t_, .what = Fp8Update::end_step, .margin = config_.margin, .state = state});
+  backend_.fp8_update({.tensors = t_, .what = Fp8Update::end_step, .margin = config_.margin, .state = state});
 }
 
 Fp8State::Saved Fp8State::read() const {

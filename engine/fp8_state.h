@@ -35,7 +35,7 @@ class Fp8State {
   // x: (rows, cols) bf16 -> codes (rows, cols) and, when out_t is given, (cols, rows), under the
   // recipe with the scale of slot `slot`. `record`: measure the amax and count saturations (the
   // training step; not evaluation).
-  void cast(Backend& backend, const Tensor& x, std::int32_t slot, const Tensor& out, const Tensor& out_t, bool record) const;
+  void cast(const Tensor& x, std::int32_t slot, const Tensor& out, const Tensor& out_t, bool record) const;
 
   // A covered layer's weight (out, in) bf16, cast for the training step - its codes and their
   // transpose - once, however many micro-batches and recomputed forwards read it (Transformer
@@ -44,12 +44,12 @@ class Fp8State {
   struct CastWeight {
     Tensor codes, codes_t;
   };
-  const CastWeight& cast_weight(Backend& backend, std::int32_t layer, const Tensor& weight) const;
+  const CastWeight& cast_weight(std::int32_t layer, const Tensor& weight) const;
   std::int64_t weight_casts() const { return weight_casts_; }  // so far (tests)
 
-  void begin_step(Backend& backend) const;
+  void begin_step() const;
   float* step_amaxes() const { return t_.amax; }  // (count) fp32 on the device
-  void end_step(Backend& backend, const DeviceStepState* state) const;
+  void end_step(const DeviceStepState* state) const;
 
   // Host copies (synchronise): what checkpoints hold, and the saturations since the last take.
   struct Saved {

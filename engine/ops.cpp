@@ -65,15 +65,15 @@ class Fp8Products final : public LinearProducts {
   void forward(const Tensor& y, const Tensor& pre, const Tensor& bias, Activation act) override {
     const Tensor x8 = backend_.empty(Shape{rows_, in_}, DType::u8);
     if (training_) x8t_ = backend_.empty(Shape{in_, rows_}, DType::u8);
-    fp8_.cast(backend_, x_, slot(Fp8Role::input), x8, x8t_, training_);
+    fp8_.cast(x_, slot(Fp8Role::input), x8, x8t_, training_);
     Tensor w8;
     if (training_) {  // once a step (Fp8State::cast_weight)
-      const Fp8State::CastWeight& w = fp8_.cast_weight(backend_, layer_, weight_);
+      const Fp8State::CastWeight& w = fp8_.cast_weight(layer_, weight_);
       w8 = w.codes;
       w8t_ = w.codes_t;
     } else {
       w8 = backend_.empty(Shape{out_, in_}, DType::u8);
-      fp8_.cast(backend_, weight_, slot(Fp8Role::weight), w8, Tensor(), false);
+      fp8_.cast(weight_, slot(Fp8Role::weight), w8, Tensor(), false);
     }
     x_ = weight_ = Tensor();  // the backward reads the transposed codes only
     backend_.fp8_gemm({.M = rows_, .N = out_, .K = in_, .a = x8.data_as<std::uint8_t>(), .b = w8.data_as<std::uint8_t>(),
@@ -103,7 +103,7 @@ class Fp8Products final : public LinearProducts {
     if (g8_.defined()) return;
     g8_ = backend_.empty(Shape{rows_, out_}, DType::u8);
     g8t_ = backend_.empty(Shape{out_, rows_}, DType::u8);
-    fp8_.cast(backend_, dpre, slot(Fp8Role::grad), g8_, g8t_, /*record=*/true);
+    fp8_.cast(dpre, slot(Fp8Role::grad), g8_, g8t_, /*record=*/true);
   }
   const Fp8State& fp8_;
   int layer_;

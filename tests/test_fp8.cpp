@@ -253,8 +253,8 @@ TEST_CASE("fp8 update: the delayed recipe's scales come from the history, the cu
       s.steps_taken = step;
       b.upload(state.data(), &s, sizeof(s));
       b.upload(t.amax, amaxes[step], sizeof(amaxes[step]));
-      fp8.end_step(b, state.data_as<DeviceStepState>());
-      fp8.begin_step(b);
+      fp8.end_step(state.data_as<DeviceStepState>());
+      fp8.begin_step();
       scales.push_back(get(t.scale));
     }
     // the current recipe's update of slot 4 from a current amax of 7

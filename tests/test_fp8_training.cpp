@@ -98,11 +98,7 @@ TEST_CASE("fp8 training: a GPT resumed from a checkpoint continues bit for bit -
     c.steps = 6;
     c.accum_steps = 2;
     c.fp8.amax_history = 4;
-    const TrainRun straight = train_in_process(c, d);
-    TrainConfig first = c;
-    first.stop_after = 3;
-    first.save_dir = root.string();
-    train_in_process(first, d);
+    const auto [straight, resumed] = straight_and_resumed(c, d, 3, root.string());
     // The checkpoint holds the scales and histories: 4 inner layers (lm_head stays bf16), 3 tensors each.
     const fs::path state_path = root / "step-00000003" / "training_state.safetensors";
     std::ifstream in(state_path, std::ios::binary);
@@ -111,9 +107,6 @@ TEST_CASE("fp8 training: a GPT resumed from a checkpoint continues bit for bit -
     REQUIRE(state.tensors.count("fp8.scale") == 1);
     CHECK(state.tensors.at("fp8.scale").shape == std::vector<std::int64_t>{12});
     CHECK(state.tensors.at("fp8.amax_history").shape == (std::vector<std::int64_t>{12, 4}));
-    TrainConfig second = c;
-    second.resume = root.string();
-    const TrainRun resumed = train_in_process(second, d);
     INFO(device_name(d == DeviceChoice::cpu ? Device::cpu : Device::simt));
     CHECK(resumed.master == straight.master);
     REQUIRE(resumed.summary.steps.size() == 3);
@@ -121,6 +114,8 @@ TEST_CASE("fp8 training: a GPT resumed from a checkpoint continues bit for bit -
       CHECK(std::bit_cast<std::uint32_t>(resumed.summary.steps[i].record.loss) ==
             std::bit_cast<std::uint32_t>(straight.summary.steps[i + 3].record.loss));
     // Another recipe cannot take these scales.
+    TrainConfig second = c;
+    second.resume = root.string();
     second.fp8.recipe = Fp8Recipe::current;
     CHECK_THROWS_WITH(train_in_process(second, d), Catch::Contains("FP8 setup"));
     fs::remove_all(root);

@@ -41,14 +41,7 @@ TEST_CASE("gpt: 3 steps + resume + 3 equal 6 straight, bit for bit (fp16, accumu
     c.accum_steps = 2;
     c.schedule.kind = LrSchedule::cosine;
     c.inject_overflow = parse_overflow_injections("2,5");
-    const TrainRun straight = train_in_process(c, d);
-    TrainConfig first = c;
-    first.stop_after = 3;
-    first.save_dir = root.string();
-    train_in_process(first, d);
-    TrainConfig second = c;
-    second.resume = root.string();
-    const TrainRun resumed = train_in_process(second, d);
+    const auto [straight, resumed] = straight_and_resumed(c, d, 3, root.string());
     INFO(device_name(d == DeviceChoice::cpu ? Device::cpu : Device::simt));
     CHECK(resumed.master == straight.master);
     REQUIRE(resumed.summary.steps.size() == 3);
@@ -196,13 +189,7 @@ TEST_CASE("gpt: --dropout 0.2 - simt follows cpu, a resumed run continues bit fo
   const fs::path root = unique_temp_path("halftape-gpt-dropout");
   c.steps = 6;
   c.accum_steps = 2;
-  const TrainRun straight = train_in_process(c);
-  TrainConfig first = c;
-  first.stop_after = 3;
-  first.save_dir = root.string();
-  train_in_process(first);
-  TrainConfig second = c;
-  second.resume = root.string();
-  CHECK(train_in_process(second).master == straight.master);  // masks keyed by the step: the same ones after a resume
+  const auto [straight, resumed] = straight_and_resumed(c, DeviceChoice::cpu, 3, root.string());
+  CHECK(resumed.master == straight.master);  // masks keyed by the step: the same ones after a resume
   fs::remove_all(root);
 }

@@ -47,4 +47,23 @@ inline TrainRun train_in_process(const TrainConfig& config, DeviceChoice device 
   return run;
 }
 
+// c.steps straight, and the same run stopped after step `stop` with a checkpoint under `root`, then
+// resumed from it (the checkpoint stays for the caller to read).
+struct StraightAndResumed {
+  TrainRun straight, resumed;
+};
+inline StraightAndResumed straight_and_resumed(const TrainConfig& c, DeviceChoice device, std::int64_t stop,
+                                               const std::string& root) {
+  StraightAndResumed r;
+  r.straight = train_in_process(c, device);
+  TrainConfig first = c;
+  first.stop_after = stop;
+  first.save_dir = root;
+  train_in_process(first, device);
+  TrainConfig second = c;
+  second.resume = root;
+  r.resumed = train_in_process(second, device);
+  return r;
+}
+
 }  // namespace ht::test

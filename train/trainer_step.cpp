@@ -48,7 +48,7 @@ void Trainer::train_step(std::int64_t step) {
 void Trainer::queue_step(bool inject_overflow) {
   const auto divisor = static_cast<float>(rows_per_step_);
   const Fp8State* fp8 = steps_->fp8();
-  if (fp8) fp8->begin_step(backend_);  // the delayed recipe's scales, from the steps before this one
+  if (fp8) fp8->begin_step();  // the delayed recipe's scales, from the steps before this one
   for (std::int64_t micro = 0; micro < config_.accum_steps; ++micro) {
     // data: this step's micro-batch, located on the device from the step counter
     const Batch batch = batches_->micro_batch(micro, steps_->device(), dtype_);
@@ -81,7 +81,7 @@ void Trainer::queue_step(bool inject_overflow) {
   if (fp8) {  // FP8's amaxes of this step, the largest over the ranks, join the histories
     if (comm_.world_size() > 1 && fp8->tensors().count > 0)
       comm_.allreduce(fp8->step_amaxes(), fp8->tensors().count, CommDType::f32, ReduceOp::max);
-    fp8->end_step(backend_, steps_->device());
+    fp8->end_step(steps_->device());
   }
 
   if (inject_overflow) {  // the first gradient of the rank's shard (of the arena, unsharded): what its scaler checks
