@@ -14,5 +14,8 @@ using KernelCounters = emu::KernelCounters;
 bool have_kernel_counters();  // does this build have the counting executor?
 // Every counted launch since the last call, per kernel, in order of first launch.
 std::vector<KernelCounters> take_kernel_counters();
+// From now on a launch of more than `blocks` blocks runs only that many, for counting alone (its
+// results are not the kernel's; simt/counters.h, set_block_sample); 0 runs every block again.
+void sample_kernel_blocks(std::uint64_t blocks);
 
 }  // namespace ht

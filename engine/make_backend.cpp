@@ -72,4 +72,13 @@ std::vector<KernelCounters> take_kernel_counters() {
 #endif
 }
 
+void sample_kernel_blocks(std::uint64_t blocks) {
+#if HALFTAPE_HAVE_SIMT_COUNTERS
+  emu::set_block_sample(blocks);
+#else
+  (void)blocks;
+  fail("this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");
+#endif
+}
+
 }  // namespace ht

@@ -91,7 +91,10 @@ __device__ __forceinline__ TileAt tile_at(int linear, int tiles_m, int tiles_n, 
   return {(first + in_group % rows) * kBM, in_group / rows * bn};
 }
 
-template <class T, int kBN>
+// kKeep: wgmma batches a consumer keeps in flight while it waits for the next stage - 1, or 0
+// for the first design's wait_group 0 after every K-tile (kept, on the emulator only, for the
+// performance model's tests: launch_gemm_wgmma_first_design).
+template <class T, int kBN, int kKeep = 1>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(HT_SIMT)
@@ -162,13 +165,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int k = 0; k < kRowBytes / 32; ++k)  // ascending k: 32 bytes an instruction
         Op::template mma<kBN>(d, smem_desc(a_tile + 32 * k), smem_desc(b_tile + 32 * k));
       sm90::wgmma_commit();
-      sm90::wgmma_wait<1>();    // K-tile kt - 1's batch has retired; kt's may still run
-      sm90::fence_operands(d);  // ...and is touched only after a wait that covers it
-      if (kt > 0 && t == 0) sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // done reading stage of kt - 1
+      sm90::wgmma_wait<kKeep>();  // K-tile kt - 1's batch has retired; kt's may still run
+      sm90::fence_operands(d);    // ...and is touched only after a wait that covers it
+      if constexpr (kKeep == 0) {
+        if (t == 0) sm90::mbar_arrive(&empty[it % L::kStages]);  // done reading stage of kt
+      } else if (kt > 0 && t == 0) {
+        sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // done reading stage of kt - 1
+      }
     }
-    sm90::wgmma_wait<0>();  // the tile's last batch
-    sm90::fence_operands(d);
-    if (t == 0) sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // its stage, for the next tile's loads
+    if constexpr (kKeep != 0) {
+      sm90::wgmma_wait<0>();  // the tile's last batch
+      sm90::fence_operands(d);
+      if (t == 0) sm90::mbar_arrive(&empty[(it - 1) % L::kStages]);  // its stage, for the next tile's loads
+    }
     // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w + lane/4 (+ 8); each
     // 8-column chunk j holds columns 8j + 2(lane % 4) (+ 1), in d[4j .. 4j + 3].
     const std::int64_t row = at.m0 + 64 * c + 16 * warp + lane / 4;
@@ -215,12 +224,27 @@ int tile_width(std::int64_t m, std::int64_t n, int sms) {
 
 template <class T, int kBN> void launch(const LinearGemmArgs& args, const Stream& s) {
   const GemmArgs& g = args.gemm;
-  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN>, Tile<kBN>::kSharedBytes>();
+  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN, 1>, Tile<kBN>::kSharedBytes>();
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype, kBM), map_b = tensor_map(g.b, g.N, g.K, g.dtype, kBN);
   const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN);
   const LaunchConfig cfg{dim3(static_cast<unsigned>(std::min<std::int64_t>(tiles, s.sm_count))), kThreads, Tile<kBN>::kSharedBytes};
-  HT_LAUNCH((gemm_wgmma_kernel<T, kBN>), cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
+  HT_LAUNCH((gemm_wgmma_kernel<T, kBN, 1>), cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
 }
+
+#if defined(HT_SIMT)
+// The first design (before the wait_group 1 pipeline, the 256-wide tiles and the persistent
+// walk): 128 × 128 tiles, a block a tile, wait_group 0 after every K-tile. Only the emulator
+// builds it: the performance model's tests rank it against today's (tests/test_gpu_model.cpp).
+template <class T> void launch_first_design(const LinearGemmArgs& args, const Stream& s) {
+  const GemmArgs& g = args.gemm;
+  constexpr int kBN = 128;
+  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN, 0>, Tile<kBN>::kSharedBytes>();
+  const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, g.dtype, kBM), map_b = tensor_map(g.b, g.N, g.K, g.dtype, kBN);
+  const std::int64_t tiles = (g.M + kBM - 1) / kBM * ((g.N + kBN - 1) / kBN);
+  const LaunchConfig cfg{dim3(static_cast<unsigned>(tiles)), kThreads, Tile<kBN>::kSharedBytes};
+  HT_LAUNCH((gemm_wgmma_kernel<T, kBN, 0>), cfg, s, map_a, map_b, gemm_epilogue::gemm_params(args));
+}
+#endif
 
 template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
   if (tile_width(args.gemm.M, args.gemm.N, s.sm_count) == 256) launch<T, 256>(args, s);
@@ -231,11 +255,11 @@ template <class T> void launch(const LinearGemmArgs& args, const Stream& s) {
 template <Fp8Kind A> void launch_fp8(const Fp8GemmArgs& a, const Stream& s) {
   using T = Fp8Pair<A, Fp8Kind::e4m3>;
   constexpr int kBN = 128;
-  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN>, Tile<kBN>::kSharedBytes>();
+  allow_dynamic_shared_once<gemm_wgmma_kernel<T, kBN, 1>, Tile<kBN>::kSharedBytes>();
   const CUtensorMap map_a = tensor_map(a.a, a.M, a.K, DType::u8, kBM), map_b = tensor_map(a.b, a.N, a.K, DType::u8, kBN);
   const std::int64_t tiles = (a.M + kBM - 1) / kBM * ((a.N + kBN - 1) / kBN);
   const LaunchConfig cfg{dim3(static_cast<unsigned>(std::min<std::int64_t>(tiles, s.sm_count))), kThreads, Tile<kBN>::kSharedBytes};
-  HT_LAUNCH((gemm_wgmma_kernel<T, kBN>), cfg, s, map_a, map_b, gemm_epilogue::fp8_gemm_params(a));
+  HT_LAUNCH((gemm_wgmma_kernel<T, kBN, 1>), cfg, s, map_a, map_b, gemm_epilogue::fp8_gemm_params(a));
 }
 
 }  // namespace wgmma_gemm
@@ -262,5 +286,12 @@ void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s) {
   if (a.gemm.dtype == DType::bf16) wgmma_gemm::launch<__nv_bfloat16>(a, s);
   else wgmma_gemm::launch<__half>(a, s);
 }
+
+#if defined(HT_SIMT)
+void launch_gemm_wgmma_first_design(const LinearGemmArgs& a, const Stream& s) {
+  if (a.gemm.dtype == DType::bf16) wgmma_gemm::launch_first_design<__nv_bfloat16>(a, s);
+  else wgmma_gemm::launch_first_design<__half>(a, s);
+}
+#endif
 
 }  // namespace ht::gpu::inline HT_GPU_NS

@@ -8,6 +8,7 @@
 #pragma once
 
 #if defined(HT_SIMT)
+#include "simt/counters.h"
 #include "simt/emulator.h"
 #include "simt/simt.h"
 #if defined(HT_SIMT_COUNTED)
@@ -192,6 +193,15 @@ template <auto kKernel> const char* instantiated_kernel_name() {
 }  // namespace ht::gpu::inline HT_GPU_NS
 #define HT_LAUNCH(kernel, cfg, stream, ...) \
   ::ht::gpu::launch_kernel(::ht::gpu::instantiated_kernel_name<kernel>(), kernel, cfg, stream, __VA_ARGS__)
+// A kernel's expf, which the GPU runs on its special-function units (MUFU.EX2): the counting
+// executor counts each call for the model's special-function term (bench/gpu_model.h). Kernels
+// call expf unqualified, so inside this namespace they find this one.
+namespace ht::gpu::inline HT_GPU_NS {
+inline float expf(float x) {
+  if constexpr (HT_SIMT_COUNTING) ht::emu::count_special_functions(1);
+  return ::expf(x);
+}
+}  // namespace ht::gpu::inline HT_GPU_NS
 #else
 #define HT_LAUNCH(kernel, cfg, stream, ...) ::ht::gpu::launch_kernel(#kernel, kernel, cfg, stream, __VA_ARGS__)
 #endif

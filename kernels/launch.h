@@ -23,6 +23,9 @@ void launch_gemm_mma_bf16(const LinearGemmArgs& a, const Stream& s);
 // kernels/gemm_wgmma.cu.
 bool gemm_wgmma_supports(const GemmArgs& g);
 void launch_gemm_wgmma(const LinearGemmArgs& a, const Stream& s);
+#if defined(HT_SIMT)
+void launch_gemm_wgmma_first_design(const LinearGemmArgs& a, const Stream& s);  // the model's tests only
+#endif
 // ... and its FP8 form (kernels/fp8_gemm.h: E4M3 or E5M2 A, E4M3 B, K a multiple of 16, 16-byte
 // aligned operands), which launch_fp8_gemm takes where the stream allows it (Stream::fp8_wgmma).
 bool fp8_gemm_wgmma_supports(const Fp8GemmArgs& a);

@@ -25,6 +25,7 @@ const char* gemm_impl_name(GemmImpl impl) {
     case GemmImpl::tiled: return "tiled";
     case GemmImpl::cublas: return "cublas";
     case GemmImpl::cublas_unfused: return "cublas-unfused";
+    case GemmImpl::wgmma_first_design: return "wgmma-first-design";
   }
   return "?";
 }

@@ -33,7 +33,9 @@ void linear_gemm_ref(const LinearGemmArgs& a);
 // Which GEMM the GPU backend runs (--gemm): native tensor-core kernels with fused epilogues,
 // the plain tiled CUDA-core kernel with separate epilogue kernels, cuBLASLt with its epilogues,
 // or (a benchmark baseline) cuBLASLt's GEMM with our separate epilogue kernels.
-enum class GemmImpl : std::int32_t { native, tiled, cublas, cublas_unfused };
+// wgmma_first_design: the Hopper GEMM's first design (128-wide tiles, a block a tile, wait_group 0
+// each K-tile), on the emulator only, for the performance model's tests; --gemm never names it.
+enum class GemmImpl : std::int32_t { native, tiled, cublas, cublas_unfused, wgmma_first_design };
 GemmImpl parse_gemm_impl(std::string_view name);  // native | tiled | cublas | cublas-unfused
 const char* gemm_impl_name(GemmImpl impl);
 

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cmath>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -39,6 +41,7 @@ struct Record {
 
 struct LaunchCounting {
   KernelCounters figures;
+  std::uint64_t ran_blocks = 0;  // of figures.blocks (fewer where the launch is sampled)
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> device;  // sorted allocation ranges
   std::mutex mutex;
   std::unordered_set<std::uint64_t> read_sectors, written_sectors;
@@ -81,8 +84,20 @@ struct WorkerCounting {
   std::unordered_set<std::uint64_t> read_sectors, written_sectors;
   std::vector<std::uint64_t> tma_sectors;  // of the TMA copy being landed
   std::uint64_t tma_bytes = 0;
+  std::vector<std::uint32_t> run_bytes;  // per thread of the block: its global loads since it last did anything else
+  bool async_access = false;             // inside cp.async's own accesses
 };
 thread_local WorkerCounting t_count;
+
+void end_run(WorkerCounting& w, std::size_t linear) {
+  if (linear >= w.run_bytes.size() || w.run_bytes[linear] == 0) return;
+  ++w.partial.load_runs;
+  w.partial.load_run_bytes += w.run_bytes[linear];
+  w.run_bytes[linear] = 0;
+}
+void end_runs(WorkerCounting& w) {
+  for (std::size_t i = 0; i < w.run_bytes.size(); ++i) end_run(w, i);
+}
 
 bool is_builtin(std::uintptr_t a) {
   const auto inside = [a](const uint3& v) {
@@ -215,7 +230,44 @@ void add_into(KernelCounters& into, const KernelCounters& from) {
   into.dram_write_bytes += from.dram_write_bytes;
   into.tensor_flops += from.tensor_flops;
   into.tensor_fp8_flops += from.tensor_fp8_flops;
+  into.tensor_wgmma_flops += from.tensor_wgmma_flops;
+  into.special_functions += from.special_functions;
+  into.load_runs += from.load_runs, into.load_run_bytes += from.load_run_bytes;
+  into.async_waits += from.async_waits, into.async_wait_bytes += from.async_wait_bytes;
+  into.tma_waits += from.tma_waits, into.tma_wait_bytes += from.tma_wait_bytes;
+  into.wgmma_waits += from.wgmma_waits, into.wgmma_drains += from.wgmma_drains;
+  into.wgmma_warpgroups += from.wgmma_warpgroups;
 }
+
+// A sampled launch's figures, scaled from the blocks that ran to the whole grid.
+void scale_sampled(KernelCounters& k, double factor) {
+  const auto s = [factor](std::uint64_t& v) { v = static_cast<std::uint64_t>(std::llround(static_cast<double>(v) * factor)); };
+  for (GlobalCounters* g : {&k.global_load, &k.global_store, &k.global_atomic}) s(g->requests), s(g->sectors), s(g->bytes_asked);
+  for (SharedCounters* c : {&k.shared_load, &k.shared_store}) s(c->requests), s(c->wavefronts), s(c->ideal_wavefronts), s(c->bytes_asked);
+  s(k.tensor_flops), s(k.tensor_fp8_flops), s(k.tensor_wgmma_flops), s(k.special_functions);
+  s(k.load_runs), s(k.load_run_bytes), s(k.async_waits), s(k.async_wait_bytes), s(k.tma_waits), s(k.tma_wait_bytes);
+  s(k.wgmma_waits), s(k.wgmma_drains), s(k.wgmma_warpgroups);
+}
+
+// Distinct sectors of a sampled launch, scaled, each allocation's at most its own sectors.
+std::uint64_t scaled_sectors(const std::unordered_set<std::uint64_t>& sectors,
+                             const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& device, double factor) {
+  std::vector<std::uint64_t> per(device.size(), 0);
+  for (std::uint64_t sector : sectors) {
+    const std::uintptr_t a = sector * kSectorBytes;
+    auto it = std::upper_bound(device.begin(), device.end(), a,
+                               [](std::uintptr_t x, const std::pair<std::uintptr_t, std::uintptr_t>& r) { return x < r.first; });
+    if (it != device.begin()) ++per[static_cast<std::size_t>(it - device.begin() - 1)];
+  }
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    const std::uint64_t cap = (device[i].second - device[i].first + kSectorBytes - 1) / kSectorBytes;
+    total += std::min<std::uint64_t>(cap, static_cast<std::uint64_t>(std::llround(static_cast<double>(per[i]) * factor)));
+  }
+  return total;
+}
+
+std::atomic<std::uint64_t> g_block_sample{0};
 
 }  // namespace
 
@@ -233,6 +285,15 @@ void count_access(const void* site, const void* address, unsigned bytes, Access 
     if (a < w.tls.begin || a >= w.tls.end || is_builtin(a)) return;  // the thread's own stack or the emulator's state
     space = Space::shared;
   }
+  const std::size_t linear = thread_linear();
+  if (!w.async_access) {
+    if (space == Space::global && kind == Access::load) {
+      if (w.run_bytes.size() <= linear) w.run_bytes.resize(linear + 1, 0);
+      w.run_bytes[linear] += bytes;
+    } else {
+      end_run(w, linear);
+    }
+  }
   w.records.push_back({site, a, bytes, static_cast<std::uint16_t>(thread_linear()), kind, space});
 }
 
@@ -243,6 +304,42 @@ void count_tensor_flops(std::uint64_t flops) {
 void count_tensor_fp8_flops(std::uint64_t flops) {
   if (t_count.launch) t_count.partial.tensor_fp8_flops += flops;
 }
+
+void count_tensor_wgmma_flops(std::uint64_t flops) {
+  if (t_count.launch) t_count.partial.tensor_wgmma_flops += flops;
+}
+
+void count_special_functions(std::uint64_t calls) {
+  if (t_count.launch) t_count.partial.special_functions += calls;
+}
+
+void count_async_wait(std::uint64_t lane_bytes_in_flight) {
+  if (!t_count.launch || lane_bytes_in_flight == 0) return;
+  ++t_count.partial.async_waits;
+  t_count.partial.async_wait_bytes += lane_bytes_in_flight;
+}
+
+void count_tma_wait(std::uint64_t block_bytes_in_flight) {
+  if (!t_count.launch) return;
+  ++t_count.partial.tma_waits;
+  t_count.partial.tma_wait_bytes += block_bytes_in_flight;
+}
+
+void count_wgmma_wait(bool drained) {
+  if (!t_count.launch) return;
+  ++t_count.partial.wgmma_waits;
+  if (drained) ++t_count.partial.wgmma_drains;
+}
+
+void count_wgmma_warpgroup() {
+  if (t_count.launch) ++t_count.partial.wgmma_warpgroups;
+}
+
+AsyncCopyAccess::AsyncCopyAccess() { t_count.async_access = true; }
+AsyncCopyAccess::~AsyncCopyAccess() { t_count.async_access = false; }
+
+void set_block_sample(std::uint64_t blocks) { g_block_sample = blocks; }
+std::uint64_t block_sample() { return g_block_sample; }
 
 void count_tma_element(const void* global_address, unsigned bytes) {
   WorkerCounting& w = t_count;
@@ -302,18 +399,24 @@ void count_block_begin(LaunchCounting* launch, const void* shared_window, std::u
   w.written_sectors.clear();
   w.tma_sectors.clear();
   w.tma_bytes = 0;
+  w.run_bytes.clear();
+  w.async_access = false;
 }
 
 void count_barrier() {
-  if (t_count.launch) flush(t_count);
+  if (!t_count.launch) return;
+  end_runs(t_count);
+  flush(t_count);
 }
 
 void count_block_end() {
   WorkerCounting& w = t_count;
   if (!w.launch) return;
+  end_runs(w);
   flush(w);
   {
     std::lock_guard lock(w.launch->mutex);
+    ++w.launch->ran_blocks;
     add_into(w.launch->figures, w.partial);
     w.launch->read_sectors.insert(w.read_sectors.begin(), w.read_sectors.end());
     w.launch->written_sectors.insert(w.written_sectors.begin(), w.written_sectors.end());
@@ -324,8 +427,16 @@ void count_block_end() {
 void end_counted_launch(LaunchCounting* launch) {
   const std::unique_ptr<LaunchCounting> owned(launch);
   KernelCounters& f = launch->figures;
-  f.dram_read_bytes = kSectorBytes * launch->read_sectors.size();
-  f.dram_write_bytes = kSectorBytes * launch->written_sectors.size();
+  if (launch->ran_blocks < f.blocks) {  // sampled
+    const double factor = static_cast<double>(f.blocks) / static_cast<double>(std::max<std::uint64_t>(1, launch->ran_blocks));
+    scale_sampled(f, factor);
+    f.sampled_blocks = launch->ran_blocks;
+    f.dram_read_bytes = kSectorBytes * scaled_sectors(launch->read_sectors, launch->device, factor);
+    f.dram_write_bytes = kSectorBytes * scaled_sectors(launch->written_sectors, launch->device, factor);
+  } else {
+    f.dram_read_bytes = kSectorBytes * launch->read_sectors.size();
+    f.dram_write_bytes = kSectorBytes * launch->written_sectors.size();
+  }
   std::lock_guard lock(g_kernels_mutex);
   auto it = std::find_if(g_kernels.begin(), g_kernels.end(), [&](const KernelCounters& k) { return k.name == f.name; });
   if (it == g_kernels.end()) {
@@ -336,6 +447,7 @@ void end_counted_launch(LaunchCounting* launch) {
   it->blocks += f.blocks;
   it->threads_per_block = f.threads_per_block;
   it->dynamic_shared_bytes = f.dynamic_shared_bytes;
+  it->sampled_blocks += f.sampled_blocks;
   add_into(*it, f);
 }
 

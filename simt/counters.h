@@ -62,6 +62,28 @@ struct KernelCounters {
   SharedCounters shared_load, shared_store;
   std::uint64_t tensor_flops = 0;  // mma.sync and wgmma: 2 M N K per instruction
   std::uint64_t tensor_fp8_flops = 0;  // the part of them from FP8 operands (twice the 16-bit rate on Hopper)
+  std::uint64_t tensor_wgmma_flops = 0;  // the part of them from wgmma (the rest is mma.sync)
+  std::uint64_t special_functions = 0;   // expf calls (the GPU's MUFU.EX2), by every lane
+  // What the model's latency terms read (bench/gpu_model.h): how much a kernel keeps in flight.
+  //   load runs: a lane's global loads issued before it next touches memory otherwise (a store,
+  //     a shared access, an atomic) or reaches a barrier - the loads it can have in flight at
+  //     once, since what comes after usually uses them (the order the host compiler emits;
+  //     nvcc may hoist more). Runs and their bytes, summed over lanes.
+  //   cp.async: at each cp.async.wait_group, the lane's bytes of every group it committed and
+  //     had not waited for (the one waited for included).
+  //   TMA: at the first wait that passes a phase of an mbarrier TMA copies complete on, the
+  //     block's bytes of copies issued and not yet waited for (this phase's included): the
+  //     pipeline depth the producer keeps ahead of the consumers.
+  //   wgmma: each wgmma.wait_group of a warpgroup that had groups in flight, and those that left
+  //     none in flight (drains: the tensor cores empty while the warpgroup waits); the
+  //     warpgroups that issued wgmma, summed over blocks.
+  std::uint64_t load_runs = 0, load_run_bytes = 0;
+  std::uint64_t async_waits = 0, async_wait_bytes = 0;
+  std::uint64_t tma_waits = 0, tma_wait_bytes = 0;
+  std::uint64_t wgmma_waits = 0, wgmma_drains = 0, wgmma_warpgroups = 0;
+  // 0: every block of every launch ran; else the blocks that ran, the figures above scaled from
+  // them to the whole grid (a sampled launch: simt/counters.h, set_block_sample)
+  std::uint64_t sampled_blocks = 0;
 
   std::uint64_t global_requests() const { return global_load.requests + global_store.requests + global_atomic.requests; }
   std::uint64_t global_sectors() const { return global_load.sectors + global_store.sectors + global_atomic.sectors; }
@@ -98,9 +120,29 @@ void count_access(const void* site, const void* address, unsigned bytes, Access 
 bool counting();  // is the calling worker counting a launch? (skip building the figures if not)
 void count_tensor_flops(std::uint64_t flops);
 void count_tensor_fp8_flops(std::uint64_t flops);  // FP8 ones, counted by count_tensor_flops as well
+void count_tensor_wgmma_flops(std::uint64_t flops);  // wgmma's, counted by count_tensor_flops as well
+void count_special_functions(std::uint64_t calls);     // a lane's expf (kernels/gpu.h)
+// The latency figures (KernelCounters' load runs, cp.async, TMA and wgmma waits).
+void count_async_wait(std::uint64_t lane_bytes_in_flight);
+void count_tma_wait(std::uint64_t block_bytes_in_flight);
+void count_wgmma_wait(bool drained);
+void count_wgmma_warpgroup();  // a warpgroup of the block issued its first wgmma
+// cp.async's own global read and shared write are not loads of a lane's run (its wait counts them)
+class AsyncCopyAccess {
+ public:
+  AsyncCopyAccess();
+  ~AsyncCopyAccess();
+};
 void count_tma_element(const void* global_address, unsigned bytes);
 void count_tma_copy_done();
 void count_swizzled_shared(std::uint64_t bytes, Access kind);
+
+// Sampling, for a profile of one large kernel (halftape profile --kernel): a launch of more than
+// `blocks` blocks runs only `blocks` of them, evenly spaced over the grid, and its figures are
+// scaled to the whole grid (DRAM bytes capped, per device allocation, at the allocation's size).
+// Its results are not the kernel's: only for counting. 0 (the default) runs every block.
+void set_block_sample(std::uint64_t blocks);
+std::uint64_t block_sample();
 
 // ---- the scheduler's side (simt/scheduler.cpp) ----------------------------------------------
 struct LaunchCounting;  // the figures of one launch in progress

@@ -80,6 +80,7 @@ struct Mbarrier {
   std::int64_t tx = 0;
   unsigned phase = 0;
   std::uint64_t marker = 0;  // what init wrote into the word: a store over it is caught
+  std::uint64_t tma_unwaited = 0;  // bytes of TMA copies issued on it that no wait has passed yet (counters)
   char sync = 0;             // racecheck: arrivals and transactions release, waits acquire
 };
 
@@ -123,6 +124,7 @@ struct WarpgroupState {
   std::deque<std::vector<WgmmaOp>> committed;
   std::array<std::map<float*, InFlightAccumulator>, 128> in_flight;
   bool fenced = false;
+  bool issued = false;  // any wgmma yet (counters: the warpgroups that use the tensor cores)
 };
 
 std::uint32_t poison_bits() { return 0x7fcbad00u; }  // a quiet NaN that no arithmetic produces
@@ -287,6 +289,11 @@ class Hopper final : public AsyncUnit {
   }
 
   std::byte* window() const { return window_; }
+  std::uint64_t tma_bytes_unwaited() const {
+    std::uint64_t total = 0;
+    for (const auto& [offset, m] : barriers_) total += m.tma_unwaited;
+    return total;
+  }
 
  private:
   std::byte* window_ = nullptr;
@@ -434,6 +441,9 @@ bool mbarrier_try_wait_parity(std::uint64_t* bar, unsigned parity) {
   const std::function<bool()> ready = [&m, parity] { return (m.phase & 1u) != (parity & 1u); };
   wait_until("mbarrier.try_wait.parity", ready);
   race::acquire(&m.sync);
+  // the first wait past a phase TMA fills: the bytes the producer has in flight ahead of it
+  if (m.tma_unwaited > 0 && counting()) count_tma_wait(h.tma_bytes_unwaited());
+  m.tma_unwaited = 0;
   return true;
 }
 
@@ -474,6 +484,7 @@ void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, const int* 
       copy_bytes(c.before.data() + e * eb, h.at(c.offsets[e], eb, "a TMA destination"), eb);
     }
     sync = c.sync.get();
+    m.tma_unwaited += elements * eb;
     h.issue_copy(std::move(c));
   }
   race::release(sync);  // the copy comes after what the issuing thread did before it
@@ -509,6 +520,7 @@ void wgmma_wait_group(int pending) {
       for (const WgmmaOp& op : g.committed[i])
         for (std::uint32_t chunk : op.chunks) race::read(h.window() + chunk * 16, 16);
     const AsyncScope scope;
+    if (!g.committed.empty()) count_wgmma_wait(pending == 0);  // pending 0: nothing stays in flight
     while (static_cast<int>(g.committed.size()) > pending) {
       for (WgmmaOp& op : g.committed.front()) retire(h, g, op);
       g.committed.pop_front();
@@ -549,7 +561,9 @@ void issue_wgmma(WgmmaType a_type, WgmmaType b_type, int n, float* d, std::uint6
     load_operand(h, op.desc_b, n, b_type, scratch.data(), &op.chunks);
     const std::uint64_t flops = std::uint64_t{2} * 64 * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(depth);
     count_tensor_flops(flops);
+    count_tensor_wgmma_flops(flops);
     if (is_fp8(a_type)) count_tensor_fp8_flops(flops);
+    if (!g.issued) count_wgmma_warpgroup(), g.issued = true;
     count_swizzled_shared(op.chunks.size() * 16, Access::load);
     snapshot(h, op);
     for (int t = 0; t < 128; ++t) {

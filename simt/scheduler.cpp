@@ -551,6 +551,9 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
   std::exception_ptr first_error;
   std::atomic<bool> failed{false};
   LaunchCounting* const counting = counted ? begin_counted_launch(kernel, blocks, threads_per_block, dynamic_shared_bytes) : nullptr;
+  // a counted launch may run a sample of its blocks (simt/counters.h, set_block_sample)
+  const std::uint64_t sample = counting ? block_sample() : 0;
+  const std::uint64_t to_run = sample > 0 && sample < blocks ? sample : blocks;
 
   const std::function<void()> job = [&] {
     // Per-worker block state, reused across the blocks this worker runs.
@@ -558,7 +561,8 @@ void launch(const char* kernel, const void* function, dim3 grid, dim3 block, std
     const std::unique_ptr<std::byte, void (*)(std::byte*)> dynamic_shared(
         static_cast<std::byte*>(::operator new(std::max<std::size_t>(1, dynamic_shared_bytes), std::align_val_t{1024})),
         [](std::byte* p) { ::operator delete(p, std::align_val_t{1024}); });
-    for (std::uint64_t linear; !failed && (linear = next.fetch_add(1)) < blocks;) {
+    for (std::uint64_t i; !failed && (i = next.fetch_add(1)) < to_run;) {
+      const std::uint64_t linear = to_run == blocks ? i : i * blocks / to_run;  // a sample: evenly spaced
       Block b;
       b.kernel = kernel;
       b.index = {static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
@@ -718,8 +722,11 @@ void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
     kernel_error(fmt::format("cp.async of {} bytes from {} to {}: both addresses must be {}-byte aligned", bytes, src, dst, bytes).c_str());
   race::read(src, static_cast<std::size_t>(src_bytes));  // in flight from here to the wait that lands it
   race::write(dst, static_cast<std::size_t>(bytes));
-  count_access(__builtin_return_address(0), src, static_cast<unsigned>(src_bytes), Access::load);
-  count_access(__builtin_return_address(0), dst, static_cast<unsigned>(bytes), Access::store);
+  {
+    const AsyncCopyAccess async;  // in flight until its wait, not a load of the lane's run
+    count_access(__builtin_return_address(0), src, static_cast<unsigned>(src_bytes), Access::load);
+    count_access(__builtin_return_address(0), dst, static_cast<unsigned>(bytes), Access::store);
+  }
   t.open_group.push_back({dst, src, bytes, src_bytes});
 }
 
@@ -731,6 +738,12 @@ void cp_async_commit() {
 
 void cp_async_wait(int newest_groups_left_pending) {
   Thread& t = *current_block().current;
+  if (counting() && static_cast<int>(t.committed.size()) > newest_groups_left_pending) {
+    std::uint64_t in_flight = 0;  // every group committed and not yet waited for
+    for (const auto& group : t.committed)
+      for (const PendingCopy& c : group) in_flight += static_cast<std::uint64_t>(c.src_bytes);
+    count_async_wait(in_flight);
+  }
   while (static_cast<int>(t.committed.size()) > newest_groups_left_pending) {
     for (const PendingCopy& c : t.committed.front()) do_copy(c);
     t.committed.pop_front();

@@ -28,7 +28,7 @@ for path, must in zip(sys.argv[2:], [["gemm_wgmma_kernel", "attention_forward_ke
     for k in p["kernels"]:
         missing = [key for key in need if key not in k]
         assert not missing, (path, k["name"], missing)
-        assert k["modelled_us"] > 0 and k["bound"] in ("memory", "tensor", "shared", "latency"), k
+        assert k["modelled_us"] > 0 and k["bound"] in ("memory", "l2", "latency", "tensor", "sfu", "shared", "launch"), k
         if expect_resources:  # the compiler's figures joined to every counted kernel by its name
             assert k["registers"] is not None and 0 < k["registers"] <= 255, (path, k["name"], k["registers"])
             assert k["occupancy"] is not None and 0 < k["occupancy"] <= 1, (path, k["name"], k["occupancy"])

@@ -1,6 +1,7 @@
 // The emulator's counters (simt/counters.h) on access patterns whose counts are known, as a GPU
 // would serve them: sectors per request of coalesced, vector, strided and broadcast loads; bank
 // conflicts of a transposed shared tile with and without padding; ldmatrix on swizzled rows.
+#include "bench/gpu_model.h"
 #include "comm/communicator.h"
 #include "data/dataset.h"
 #include "engine/backend.h"
@@ -184,4 +185,54 @@ TEST_CASE("counters: with a padded vocabulary and at GPT-2's 50,304-wide logits,
   REQUIRE(alone.size() == 1);
   INFO(alone[0].name << ": sector efficiency " << alone[0].sector_efficiency());
   CHECK(alone[0].sector_efficiency() >= 0.90);
+}
+
+// ---- what the model's latency terms read ---------------------------------------------------
+
+TEST_CASE("counters: a lane's loads before it stores are one run - 4 bytes a lane scalar, 16 as float4", "[counters]") {
+  const emu::KernelCounters scalar = counters_of(Pattern::coalesced_float);
+  CHECK(scalar.load_runs == 32);
+  CHECK(scalar.load_run_bytes == 32 * 4);
+  const emu::KernelCounters vector = counters_of(Pattern::coalesced_float4);
+  CHECK(vector.load_runs == 32);
+  CHECK(vector.load_run_bytes == 32 * 16);
+}
+
+TEST_CASE("counters and model: a bf16 copy's scalar path keeps a quarter of its packs' bytes in flight, and is "
+          "latency-bound where few warps are resident", "[counters][model]") {
+  const std::unique_ptr<Backend> backend = make_backend(DeviceChoice::simt_counted);
+  const std::int64_t n = 1 << 18;
+  const Tensor src = backend->zeros(Shape{n + 8}, DType::bf16), dst = backend->zeros(Shape{n + 8}, DType::bf16);
+  const auto copy = [&](std::int64_t offset) {  // offset 1: one element off the 16-byte packs, the scalar path
+    emu::take_kernel_counters();
+    backend->cast({.src = static_cast<const char*>(src.data()) + 2 * offset, .src_dtype = DType::bf16,
+                   .dst = static_cast<char*>(dst.data()) + 2 * offset, .dst_dtype = DType::bf16, .n = n});
+    backend->synchronize();
+    std::vector<emu::KernelCounters> k = emu::take_kernel_counters();
+    REQUIRE(k.size() == 1);
+    // the grid the launcher sizes for an H100 (8 blocks of 256 threads on each of 132 SMs), not
+    // for the emulator's own SM count
+    k[0].blocks = 132 * 8;
+    return k[0];
+  };
+  const emu::KernelCounters packed = copy(0), scalar = copy(1);
+  CHECK(packed.load_run_bytes == n * 2);
+  CHECK(packed.load_runs == n / 4);       // 8 bytes a lane a run
+  CHECK(scalar.load_runs == n);           // 2 bytes a lane a run
+  const bench::GpuSpec& h100 = bench::find_gpu("h100");
+  // The steady-state terms (at this small size the launch overhead would be most of the time;
+  // the terms scale with the size, the overhead does not).
+  const auto steady = [](const bench::KernelEstimate& e) { return std::max({e.memory_us, e.l2_us, e.latency_us}); };
+  // Full occupancy (64 warps an SM): 4 KiB in flight even scalar, enough for HBM - the same time.
+  const bench::KernelEstimate full_packed = bench::estimate(h100, packed, 8), full_scalar = bench::estimate(h100, scalar, 8);
+  CHECK(full_scalar.bytes_in_flight_per_sm == Approx(full_packed.bytes_in_flight_per_sm / 4));
+  CHECK(full_packed.memory_us > full_packed.latency_us);
+  CHECK(full_scalar.memory_us > full_scalar.latency_us);
+  CHECK(steady(full_scalar) >= steady(full_packed));
+  // A quarter of that (2 blocks an SM, 16 warps, as a kernel with many registers gets): the packs
+  // still keep HBM busy, the scalar accesses do not.
+  const bench::KernelEstimate few_packed = bench::estimate(h100, packed, 2), few_scalar = bench::estimate(h100, scalar, 2);
+  CHECK(few_packed.memory_us > few_packed.latency_us);
+  CHECK(few_scalar.latency_us > few_scalar.memory_us);
+  CHECK(steady(few_scalar) > 1.5 * steady(few_packed));
 }

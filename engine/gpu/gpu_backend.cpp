@@ -238,12 +238,23 @@ class GpuBackend final : public Backend {
       case GemmImpl::tiled: return "tiled";
       case GemmImpl::cublas: return "cublas";
       case GemmImpl::cublas_unfused: return "cublas (unfused epilogues)";
+      case GemmImpl::wgmma_first_design: return "wgmma, first design (the model's tests)";
     }
     return "?";
   }
 
   void linear_gemm(const LinearGemmArgs& a) override {
     const bool tensor_cores = a.gemm.dtype != DType::f32;  // fp32 stays on CUDA cores (no TF32)
+#if defined(HT_SIMT)
+    if (gemm_impl_ == GemmImpl::wgmma_first_design) {
+      HT_CHECK(use_wgmma_ && gemm_wgmma_supports(a.gemm), "the first wgmma design needs an emulated sm_90 and a GEMM the "
+               "wgmma kernel takes (nt, fp16/bf16, K a multiple of 8)");
+      launch_gemm_wgmma_first_design(a, stream_);
+      return;
+    }
+#else
+    HT_CHECK(gemm_impl_ != GemmImpl::wgmma_first_design, "the first wgmma design is built for the emulator only");
+#endif
     if (gemm_impl_ == GemmImpl::native && tensor_cores) {
       if (a.gemm.M == 0 || a.gemm.N == 0) return;
       if (use_wgmma_ && gemm_wgmma_supports(a.gemm)) {
