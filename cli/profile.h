@@ -50,6 +50,7 @@ struct KernelProfileFlags {
   std::string gemm_design = "pipelined";  // pipelined | first (the first wgmma design, for comparison)
   bool unaligned = false;      // copy: pointers one element off their 16-byte packs (the scalar path)
   std::int64_t sample_blocks = 0;  // blocks counted a launch (0: the kernel's default)
+  bool measure = false;        // also time it on this machine's GPU (CUDA events)
   std::string json;
 };
 int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu);

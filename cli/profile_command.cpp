@@ -40,15 +40,15 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   HT_CHECK(!world || world->size() == 1, "profile runs on one rank (the model is of one GPU); run it without mpirun");
   if (!f.kernel.kernel.empty()) {
     const std::set<std::string> own = {"--gpu", "--json", "--kernel", "--shape", "--gemm-design", "--unaligned",
-                                       "--sample-blocks", "--precision"};
+                                       "--sample-blocks", "--precision", "--measure"};
     for (const std::string& flag : f.train.given)  // a training step's flags mean nothing to one kernel: refused
       HT_CHECK(own.count(flag) > 0, "profile --kernel: {} is a flag of a training step's profile (--kernel takes "
-               "--shape, --precision, --gemm-design, --unaligned, --sample-blocks, --json)", flag);
+               "--shape, --precision, --gemm-design, --unaligned, --sample-blocks, --measure, --json)", flag);
     f.kernel.precision = f.train.given.count("--precision") ? f.train.precision : "";
     f.kernel.json = f.json;
     return run_kernel_profile(f.kernel, bench::find_gpu(f.gpu));
   }
-  for (const char* flag : {"--shape", "--gemm-design", "--unaligned", "--sample-blocks"})
+  for (const char* flag : {"--shape", "--gemm-design", "--unaligned", "--sample-blocks", "--measure"})
     HT_CHECK(f.given_kernel_flags.count(flag) == 0, "profile {}: only with --kernel", flag);
   HT_CHECK(f.train.device == "auto" || f.train.device == "simt",
            "--device {}: profile runs on the emulator's counting executor (leave --device out)", f.train.device);
@@ -144,10 +144,12 @@ Command add_profile_command(CLI::App& app) {
                 "--kernel gemm: pipelined (today's wgmma GEMM) | first (its first design, for comparison; Hopper only)")
       ->check(CLI::IsMember({"pipelined", "first"}));
   p->add_flag("--unaligned", flags->kernel.unaligned, "--kernel copy: tensors one element off their 16-byte packs (scalar accesses)");
+  p->add_flag("--measure", flags->kernel.measure,
+              "--kernel: also run it on this machine's GPU and print the measured time (CUDA events) beside the model");
   p->add_option("--sample-blocks", flags->kernel.sample_blocks,
                 "--kernel: blocks counted a launch, the figures scaled to the grid (default: gemm 2, others 8)");
   return {[p] { return option_settings(*p, {}); }, [p, flags](const MpiWorld* world) {
-            for (const char* flag : {"--shape", "--gemm-design", "--unaligned", "--sample-blocks"})
+            for (const char* flag : {"--shape", "--gemm-design", "--unaligned", "--sample-blocks", "--measure"})
               if (p->count(flag) > 0) flags->given_kernel_flags.insert(flag);
             return run_profile(*flags, world);
           }};

@@ -2,7 +2,9 @@
 // [--json FILE]`: one kernel, run on the counting emulator as the engine launches it and
 // MODELLED on the GPU (bench/gpu_model.h), for the kernel-microbenchmark user. Large launches
 // count a sample of their blocks, evenly spaced over the grid, and scale the figures to the
-// whole grid (--sample-blocks; the row says how many ran). Nothing here is measured on a GPU.
+// whole grid (--sample-blocks; the row says how many ran). Nothing is measured on a GPU
+// unless --measure asks for it: then the same launch runs on this machine's GPU, timed with CUDA
+// events, and both figures are printed, each labelled.
 #include "cli/commands.h"
 #include "cli/profile.h"
 #include "engine/backend.h"
@@ -10,6 +12,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
@@ -66,6 +69,10 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
            "--gemm-design {}: pipelined, or first (the first wgmma design) with --kernel gemm", f.gemm_design);
   HT_CHECK(!f.unaligned || f.kernel == "copy", "--unaligned is for --kernel copy (its scalar path)");
   HT_CHECK(f.sample_blocks >= 0, "--sample-blocks {}: 0 (the kernel's default) or more", f.sample_blocks);
+  HT_CHECK(!f.measure || cuda_available(), "profile --measure: no GPU here (or a build without CUDA): the measured time "
+           "needs one; leave out --measure for the MODELLED figures alone");
+  HT_CHECK(!f.measure || f.gemm_design == "pipelined", "--measure with --gemm-design first: the first design is built "
+           "for the emulator only");
   HT_CHECK(have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");
   if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   emulate_gpu(gpu);
@@ -77,44 +84,50 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
   // are both counted (at T/64 query tiles a head, every tile of one head); a copy's eight.
   const std::int64_t sample = f.sample_blocks ? f.sample_blocks : f.kernel == "gemm" ? 2 : f.kernel == "attention" ? 64 : 8;
   Work work;
-  std::function<void()> run;
-  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
-  const auto buffer = [&](std::size_t bytes) {
-    buffers.push_back(std::make_unique<DeviceBuffer>(*backend, bytes));
-    return buffers.back()->data;
-  };
-  if (f.kernel == "gemm") {
-    const std::vector<std::int64_t> d = parse_shape(f.shape, 3, "M,N,K");
-    const std::int64_t M = d[0], N = d[1], K = d[2];
-    LinearGemmArgs a{.gemm = {.op = GemmOp::nt, .M = M, .N = N, .K = K, .a = buffer(static_cast<std::size_t>(M * K) * es),
-                              .b = buffer(static_cast<std::size_t>(N * K) * es), .dtype = dtype},
-                     .epilogue = Epilogue::cast, .out = buffer(static_cast<std::size_t>(M * N) * es)};
-    if (f.gemm_design == "first") backend->set_gemm_impl(GemmImpl::wgmma_first_design);
-    run = [&backend, a] { backend->linear_gemm(a); };
-    work.useful_flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-    work.what = fmt::format("{} GEMM {}x{}x{} (nt: A {}x{}, B {}x{}), {}", precision, M, N, K, M, K, N, K,
-                            backend->gemm_kernel_name(dtype));
-  } else if (f.kernel == "attention") {
-    const std::vector<std::int64_t> d = parse_shape(f.shape, 4, "batch,seq,heads,head_dim");
-    const std::int64_t B = d[0], T = d[1], H = d[2], D = d[3], C = H * D;
-    AttentionArgs a{.qkv = buffer(static_cast<std::size_t>(B * T * 3 * C) * es), .out = buffer(static_cast<std::size_t>(B * T * C) * es),
-                    .lse = static_cast<float*>(buffer(static_cast<std::size_t>(B * H * T) * sizeof(float))), .dtype = dtype,
-                    .batch = B, .seq = T, .heads = H, .head_dim = D, .scale = 1.0f / std::sqrt(static_cast<float>(D)), .dropout = {}};
-    run = [&backend, a] { backend->attention(a); };
-    // causal: half of the 4·B·H·T²·D of the full score and output products (FlashAttention's convention)
-    work.useful_flops = 2.0 * static_cast<double>(B * H * D) * static_cast<double>(T) * static_cast<double>(T);
-    work.what = fmt::format("{} causal attention forward, batch {}, seq {}, {} heads of {}", precision, B, T, H, D);
-  } else {
+  // The kernel's operands on a backend, and the call that launches it there (the counting
+  // emulator's, and with --measure the GPU's).
+  using Buffers = std::vector<std::unique_ptr<DeviceBuffer>>;
+  const auto prepare = [&](Backend& b, Buffers& buffers) -> std::function<void()> {
+    const auto buffer = [&](std::size_t bytes) {
+      buffers.push_back(std::make_unique<DeviceBuffer>(b, bytes));
+      return buffers.back()->data;
+    };
+    if (f.kernel == "gemm") {
+      const std::vector<std::int64_t> d = parse_shape(f.shape, 3, "M,N,K");
+      const std::int64_t M = d[0], N = d[1], K = d[2];
+      LinearGemmArgs a{.gemm = {.op = GemmOp::nt, .M = M, .N = N, .K = K, .a = buffer(static_cast<std::size_t>(M * K) * es),
+                                .b = buffer(static_cast<std::size_t>(N * K) * es), .dtype = dtype},
+                       .epilogue = Epilogue::cast, .out = buffer(static_cast<std::size_t>(M * N) * es)};
+      if (f.gemm_design == "first") b.set_gemm_impl(GemmImpl::wgmma_first_design);
+      work.useful_flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+      work.what = fmt::format("{} GEMM {}x{}x{} (nt: A {}x{}, B {}x{}), {}", precision, M, N, K, M, K, N, K,
+                              f.gemm_design == "first" ? "the first wgmma design" : b.gemm_kernel_name(dtype));
+      return [&b, a] { b.linear_gemm(a); };
+    }
+    if (f.kernel == "attention") {
+      const std::vector<std::int64_t> d = parse_shape(f.shape, 4, "batch,seq,heads,head_dim");
+      const std::int64_t B = d[0], T = d[1], H = d[2], D = d[3], C = H * D;
+      AttentionArgs a{.qkv = buffer(static_cast<std::size_t>(B * T * 3 * C) * es), .out = buffer(static_cast<std::size_t>(B * T * C) * es),
+                      .lse = static_cast<float*>(buffer(static_cast<std::size_t>(B * H * T) * sizeof(float))), .dtype = dtype,
+                      .batch = B, .seq = T, .heads = H, .head_dim = D, .scale = 1.0f / std::sqrt(static_cast<float>(D)), .dropout = {}};
+      // causal: half of the 4·B·H·T²·D of the full score and output products (FlashAttention's convention)
+      work.useful_flops = 2.0 * static_cast<double>(B * H * D) * static_cast<double>(T) * static_cast<double>(T);
+      work.what = fmt::format("{} causal attention forward, batch {}, seq {}, {} heads of {}", precision, B, T, H, D);
+      return [&b, a] { b.attention(a); };
+    }
     const std::int64_t n = parse_shape(f.shape, 1, "elements")[0];
     const std::size_t off = f.unaligned ? es : 0;  // one element past the packs' alignment
     void* src = static_cast<char*>(buffer(static_cast<std::size_t>(n) * es + off)) + off;
     void* dst = static_cast<char*>(buffer(static_cast<std::size_t>(n) * es + off)) + off;
     const CastArgs a{.src = src, .src_dtype = dtype, .dst = dst, .dst_dtype = dtype, .n = n};
-    run = [&backend, a] { backend->cast(a); };
     work.bytes = 2.0 * static_cast<double>(n) * static_cast<double>(es);
-    work.what = fmt::format("{} copy of {} elements ({} MB read, {} written){}", precision, n, n * static_cast<std::int64_t>(es) / 1000000,
-                            "as many", f.unaligned ? ", one element off the 16-byte packs (scalar accesses)" : "");
-  }
+    work.what = fmt::format("{} copy of {} elements ({} MB read, as many written){}", precision, n,
+                            n * static_cast<std::int64_t>(es) / 1000000,
+                            f.unaligned ? ", one element off the 16-byte packs (scalar accesses)" : "");
+    return [&b, a] { b.cast(a); };
+  };
+  Buffers buffers;
+  const std::function<void()> run = prepare(*backend, buffers);
   std::cout << fmt::format("halftape profile --kernel {} | MODELLED on {} from the emulator's counters | {}\n", f.kernel,
                            gpu.name, work.what);
   backend->synchronize();
@@ -140,6 +153,28 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
                                m.counters.blocks);
   }
   const double tflops = work.useful_flops / (total_us * 1e-6) * 1e-12, gbps = work.bytes / (total_us * 1e-6) * 1e-9;
+  // --measure: the same launch on this machine's GPU, timed with CUDA events (median of the repeats)
+  std::optional<double> measured_us;
+  if (f.measure) {
+    buffers.clear();
+    backend.reset();
+    std::unique_ptr<Backend> gpu_backend = make_backend(DeviceChoice::cuda, 0);
+    Buffers gpu_buffers;
+    const std::function<void()> gpu_run = prepare(*gpu_backend, gpu_buffers);
+    for (int i = 0; i < 3; ++i) gpu_run();
+    std::vector<double> times;
+    for (int i = 0; i < 20; ++i) {
+      const std::unique_ptr<Event> start = gpu_backend->record_event();
+      gpu_run();
+      const std::unique_ptr<Event> end = gpu_backend->record_event();
+      end->wait();
+      times.push_back(1e3 * end->elapsed_ms_since(*start));
+    }
+    std::sort(times.begin(), times.end());
+    measured_us = times[times.size() / 2];
+    std::cout << fmt::format("MEASURED on this GPU ({}): {:.2f} us (CUDA events, median of 20) | measured / modelled = {:.2f}\n",
+                             gpu_backend->description(), *measured_us, *measured_us / total_us);
+  }
   std::cout << fmt::format("{}: {:.2f} us MODELLED on {} | {}\n", f.kernel, total_us, gpu.name,
                            work.useful_flops > 0 ? fmt::format("{:.0f} TFLOP/s", tflops) : fmt::format("{:.0f} GB/s", gbps));
   if (!f.json.empty()) {
@@ -147,6 +182,7 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
                           {"model", "throughput and latency over the emulator's counters (bench/gpu_model.h, docs/performance-model.md)"},
                           {"gpu", gpu_json(gpu)}, {"emulated_arch", gpu.arch}, {"kernel", f.kernel}, {"shape", f.shape},
                           {"precision", precision}, {"what", work.what}, {"modelled_us", total_us}, {"kernels", rows}};
+    if (measured_us) out["measured_us"] = *measured_us, out["measured_on"] = "this GPU, CUDA events around the launch, median of 20";
     if (f.kernel == "gemm") out["gemm_design"] = f.gemm_design;
     if (f.kernel == "copy") out["unaligned"] = f.unaligned;
     if (work.useful_flops > 0) out["tflops"] = tflops;

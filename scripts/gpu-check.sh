@@ -105,7 +105,7 @@ report_training() {
 }
 report_model() {
   [[ -n $profile_json && -s $profile_json ]] || return 0
-  echo "## The roofline model (MODELLED, not measured)"
+  echo "## The performance model (MODELLED), and kernels measured beside it"
   echo
   /usr/bin/env python3 - "$profile_json" "$out/bench.json" <<'PY' || echo "(the modelled profile could not be read: see log.txt)"
 import json, os, sys
@@ -113,7 +113,7 @@ profile = json.load(open(sys.argv[1]))
 gpu = profile.get("gpu", {}).get("name", "?")
 step = profile.get("modelled_step_ms")
 print(f"`halftape profile` of the default GPT on the emulator's counting executor, modelled for {gpu} "
-      f"(roofline over exact counters, bench/gpu_model.h): one fp16 training step MODELLED at {step:.3f} ms.")
+      f"(throughput and latency over exact counters, bench/gpu_model.h): one fp16 training step MODELLED at {step:.3f} ms.")
 measured = None
 if os.path.exists(sys.argv[2]):
     try:
@@ -127,6 +127,21 @@ if measured is not None:
 else:
     print("No measured step beside it (bench.json has no `train step gpt 4x128 t64 b12 fp16`).")
 print()
+import glob
+pairs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[2]), "kernel-*.json")))]
+pairs = [p for p in pairs if "measured_us" in p]
+if pairs:
+    print("One kernel at a time (`halftape profile --kernel ... --measure`): MEASURED here with CUDA events "
+          "(median of 20) beside the model's figure (MODELLED from the emulator's counters). These pairs refit the "
+          "model's constants (docs/performance-model.md).")
+    print()
+    print("| kernel | shape | MEASURED us | MODELLED us | measured / modelled | modelled bound |")
+    print("|---|---|---|---|---|---|")
+    for p in pairs:
+        bound = p["kernels"][0]["bound"] if p.get("kernels") else "?"
+        print(f"| {p['kernel']} | {p['shape']} | {p['measured_us']:.1f} | {p['modelled_us']:.1f} | "
+              f"{p['measured_us'] / p['modelled_us']:.2f} | {bound} |")
+    print()
 kernels = sorted(profile.get("kernels", []), key=lambda k: -k.get("modelled_us", 0))[:12]
 if kernels:
     print("| kernel (largest modelled times) | launches | MODELLED us | bound by |")
@@ -264,6 +279,17 @@ run "FP8 GEMM on Hopper's tensor cores (HALFTAPE_FP8_WGMMA=1) and on CUDA cores 
 # --- 3. benchmarks ----------------------------------------------------------------------------
 run "halftape bench all --device cuda" 150 --gpu "${ht_env[@]}" "$bin" bench all --device cuda --json "$out/bench.json"
 run "halftape bench allreduce (NCCL, one rank)" 45 --gpu "${ht_env[@]}" "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
+
+# One kernel at a time, MEASURED with CUDA events beside the model's figure for this GPU (the
+# emulator's count, made here: the model's constants are refit from these pairs,
+# docs/performance-model.md says how).
+run "kernels one at a time: MEASURED (CUDA events) beside MODELLED" 150 --gpu "${ht_env[@]}" bash -c '
+  bin=$0 gpu=$1 out=$2 i=0
+  for spec in "gemm 4096,4096,4096" "gemm 8192,8192,8192" "copy 67108864" "attention 4,4096,16,128" "attention 4,4096,32,64"; do
+    set -- $spec
+    "$bin" profile --gpu "$gpu" --kernel "$1" --shape "$2" --precision bf16 --measure --json "$out/kernel-$i.json" || exit 1
+    i=$((i + 1))
+  done' "$bin" "$model_gpu" "$out"
 
 # --- 4. training ------------------------------------------------------------------------------
 synthetic=(train --device cuda --data synthetic --synthetic-features 784 --steps 200 --log-every 100 --no-progress)

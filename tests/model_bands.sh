@@ -34,6 +34,7 @@ refuse "three\|3 positive integers" --gpu h100 --kernel gemm --shape 64,64
 refuse "only with --kernel" --gpu h100 --shape 64,64,64
 refuse "is for --kernel copy" --gpu h100 --kernel gemm --shape 64,64,64 --unaligned
 refuse "a flag of a training step" --gpu h100 --kernel copy --shape 1024 --model gpt
+refuse "no GPU here" --gpu h100 --kernel copy --shape 1024 --measure
 
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
