@@ -140,9 +140,9 @@ plant kernels/gemm_wgmma.cu 's/(std::uint64_t{16 >> 4} << 16)/(std::uint64_t{102
   "gemm_wgmma: the descriptors' leading byte offset set to the atom stride"
 plant kernels/gemm_wgmma.cu '/  sm90::wgmma_wait<0>();  \/\/ the tile.s last batch/d' "[hopper][gemm]" \
   "gemm_wgmma: no wgmma.wait_group 0 before the accumulators are stored"
-plant kernels/gemm_wgmma.cu 's/sm90::wgmma_wait<1>();/sm90::wgmma_wait<2>();/' "[hopper][gemm]" \
+plant kernels/gemm_wgmma.cu 's/sm90::wgmma_wait<kKeep>();/sm90::wgmma_wait<kKeep + 1>();/' "[hopper][gemm]" \
   "gemm_wgmma: wait_group 2, so the released stage's wgmma may still be in flight"
-plant kernels/gemm_wgmma.cu 's/if (kt > 0 \&\& t == 0) sm90::mbar_arrive(&empty\[(it - 1) % L::kStages\]);/if (t == 0) sm90::mbar_arrive(\&empty[it % L::kStages]);/' \
+plant kernels/gemm_wgmma.cu 's/} else if (kt > 0 \&\& t == 0) {/} else if (t == 0) {/; s/sm90::mbar_arrive(&empty\[(it - 1) % L::kStages\]);  \/\/ done reading stage of kt - 1/sm90::mbar_arrive(\&empty[it % L::kStages]);/' \
   "[hopper][gemm]" "gemm_wgmma: a stage released while its own wgmma is in flight"
 plant kernels/gemm_wgmma.cu 's/sm90::mbar_expect_tx(&full\[s\], L::kStageBytes);/sm90::mbar_expect_tx(\&full[s], L::kStageBytes \/ 2);/' \
   "[hopper][gemm]" "gemm_wgmma: the full barrier armed with half the stage's bytes"
