@@ -31,7 +31,9 @@ grep -q '^| halftape bench all --device cuda | not run (halftape cannot use the 
   fail "the benchmark is not listed as not run"
 grep -q '^| unit and kernel tests (cuda vs the CPU reference) | not run (halftape cannot use the GPU) |' "$report" ||
   fail "the last step is not listed"
-grep -q '^## The roofline model (MODELLED, not measured)' "$report" || fail "no modelled profile in the report"
+grep -q '^| kernels one at a time: MEASURED (CUDA events) beside MODELLED | not run (halftape cannot use the GPU) |' "$report" ||
+  fail "the one-kernel measurements are not listed as not run"
+grep -q '^## The performance model (MODELLED), and kernels measured beside it' "$report" || fail "no modelled profile in the report"
 grep -q 'one fp16 training step MODELLED at [0-9.]* ms' "$report" || fail "the modelled step time is missing"
 grep -q '^| gemm_' "$report" || fail "the modelled kernels' table is missing"
 
