@@ -36,6 +36,9 @@ void print_kernel_header();
 void print_kernel_row(const ModelledKernel& m, double per, double total_us);
 nlohmann::json kernel_json(const ModelledKernel& m, double per, double total_us);
 nlohmann::json gpu_json(const bench::GpuSpec& gpu);  // the peaks and the latency constants, with sources
+// An earlier profile's JSON (`--modelled FILE`: measured here beside figures modelled where the
+// emulator ran), checked to be a finished, MODELLED profile of `gpu`.
+nlohmann::json read_modelled_json(const std::string& path, const bench::GpuSpec& gpu);
 
 }  // namespace ht::cli
 
@@ -51,8 +54,42 @@ struct KernelProfileFlags {
   bool unaligned = false;      // copy: pointers one element off their 16-byte packs (the scalar path)
   std::int64_t sample_blocks = 0;  // blocks counted a launch (0: the kernel's default)
   bool measure = false;        // also time it on this machine's GPU (CUDA events)
+  std::string modelled;        // --measure beside this earlier profile's JSON instead of counting here
   std::string json;
 };
 int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu);
+
+}  // namespace ht::cli
+
+namespace ht {
+struct TrainConfig;
+struct DataSplit;
+class Backend;
+}  // namespace ht
+
+namespace ht::cli {
+
+// `profile --measure`: the GPU's own times beside the model's (profile_measure.cpp). Per step,
+// each kernel under the name the emulator counts it by, in order of first launch.
+struct MeasuredKernel {
+  std::string name;
+  double launches = 0, us = 0;
+};
+struct MeasuredStep {
+  std::string device;  // the GPU, as its backend describes it
+  int sms = 0;
+  std::vector<MeasuredKernel> kernels;
+  double kernels_us = 0;  // the launches' times summed
+  double wall_us = 0;     // first launch to last, CUDA events around whole steps (no events between launches)
+};
+// The GPU measured must be of the architecture modelled (its kernels are the emulator's then);
+// another SM count is printed, not refused (an H100 PCIe has 114 SMs, the model's H100 132).
+void check_measured_gpu(const Backend& backend, const bench::GpuSpec& gpu);
+// The profiled step eagerly on this machine's GPU: `warmup` steps, then `steps` with every
+// launch bracketed by CUDA events (engine/gpu/launch_timer.h), then `steps` timed whole. The
+// model and precision must be those of `modelled` (the profile's JSON) - a profile made
+// elsewhere with other flags is refused.
+MeasuredStep measure_step(TrainConfig config, const DataSplit& data, std::int64_t warmup, std::int64_t steps,
+                          const bench::GpuSpec& gpu, const nlohmann::json& modelled);
 
 }  // namespace ht::cli

@@ -69,14 +69,28 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
            "--gemm-design {}: pipelined, or first (the first wgmma design) with --kernel gemm", f.gemm_design);
   HT_CHECK(!f.unaligned || f.kernel == "copy", "--unaligned is for --kernel copy (its scalar path)");
   HT_CHECK(f.sample_blocks >= 0, "--sample-blocks {}: 0 (the kernel's default) or more", f.sample_blocks);
-  HT_CHECK(!f.measure || cuda_available(), "profile --measure: no GPU here (or a build without CUDA): the measured time "
-           "needs one; leave out --measure for the MODELLED figures alone");
   HT_CHECK(!f.measure || f.gemm_design == "pipelined", "--measure with --gemm-design first: the first design is built "
            "for the emulator only");
-  HT_CHECK(have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and no sanitizer)");
+  HT_CHECK(f.modelled.empty() || f.measure, "profile --modelled: it is --measure's (the MODELLED profile to measure "
+           "beside); add --measure, or leave out --modelled");
+  HT_CHECK(!f.modelled.empty() || have_kernel_counters(), "profile: this build has no counting emulator (it needs the "
+           "SIMT emulator and no sanitizer); --measure --modelled FILE measures beside a profile modelled elsewhere");
+  // --modelled: the MODELLED figures of an earlier `profile --kernel ... --json` of this kernel
+  std::optional<nlohmann::json> earlier;
+  if (!f.modelled.empty()) {
+    earlier = read_modelled_json(f.modelled, gpu);
+    for (const auto& [key, given] : {std::pair<const char*, std::string>{"kernel", f.kernel}, {"shape", f.shape},
+                                     {"precision", precision}})
+      HT_CHECK(earlier->value(key, "") == given, "profile --modelled {}: it models {} {}, not the {} {} asked for here",
+               f.modelled, key, earlier->value(key, "?"), key, given);
+    HT_CHECK(f.kernel != "gemm" || earlier->value("gemm_design", "") == f.gemm_design, "profile --modelled {}: it models "
+             "the {} GEMM design, not the {} asked for here", f.modelled, earlier->value("gemm_design", "?"), f.gemm_design);
+    HT_CHECK(f.kernel != "copy" || earlier->value("unaligned", false) == f.unaligned, "profile --modelled {}: its copy's "
+             "alignment is not the one asked for here (--unaligned)", f.modelled);
+  }
+  HT_CHECK(!f.measure || cuda_available(), "profile --measure: no GPU here (or a build without CUDA): the measured time "
+           "needs one; leave out --measure for the MODELLED figures alone");
   if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
-  emulate_gpu(gpu);
-  std::unique_ptr<Backend> backend = make_backend(DeviceChoice::simt_counted, 0);
   const DType dtype = precision == "fp16" ? DType::f16 : precision == "bf16" ? DType::bf16 : DType::f32;
   const std::size_t es = dtype_size(dtype);
   // Default samples, the blocks counted a launch: two of a persistent GEMM's (each walks its share
@@ -126,39 +140,56 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
                             f.unaligned ? ", one element off the 16-byte packs (scalar accesses)" : "");
     return [&b, a] { b.cast(a); };
   };
-  Buffers buffers;
-  const std::function<void()> run = prepare(*backend, buffers);
-  std::cout << fmt::format("halftape profile --kernel {} | MODELLED on {} from the emulator's counters | {}\n", f.kernel,
-                           gpu.name, work.what);
-  backend->synchronize();
-  take_kernel_counters();  // the backend's own first work (the wgmma self-check) stays out of the count
-  sample_kernel_blocks(static_cast<std::uint64_t>(sample));
-  run();
-  backend->synchronize();
-  sample_kernel_blocks(0);
-  const std::vector<KernelCounters> kernels = take_kernel_counters();
-  HT_CHECK(!kernels.empty(), "profile: no kernel was counted (internal error)");
+  nlohmann::json out;  // the MODELLED figures: counted here, or the earlier profile's
+  if (earlier) {
+    out = *earlier;
+    std::cout << fmt::format("halftape profile --kernel {} | MODELLED on {} by an earlier profile ({}) | {} {}\n", f.kernel,
+                             gpu.name, f.modelled, precision, f.shape);
+  } else {
+    emulate_gpu(gpu);
+    std::unique_ptr<Backend> backend = make_backend(DeviceChoice::simt_counted, 0);
+    Buffers buffers;
+    const std::function<void()> run = prepare(*backend, buffers);
+    std::cout << fmt::format("halftape profile --kernel {} | MODELLED on {} from the emulator's counters | {}\n", f.kernel,
+                             gpu.name, work.what);
+    backend->synchronize();
+    take_kernel_counters();  // the backend's own first work (the wgmma self-check) stays out of the count
+    sample_kernel_blocks(static_cast<std::uint64_t>(sample));
+    run();
+    backend->synchronize();
+    sample_kernel_blocks(0);
+    const std::vector<KernelCounters> kernels = take_kernel_counters();
+    HT_CHECK(!kernels.empty(), "profile: no kernel was counted (internal error)");
 
-  const bench::KernelResourceTable resources = bench::KernelResourceTable::load(HALFTAPE_KERNEL_RESOURCES);
-  const std::vector<ModelledKernel> modelled = model_kernels(gpu, kernels, resources);
-  double total_us = 0;
-  for (const ModelledKernel& m : modelled) total_us += m.estimate.us;
-  print_kernel_header();
-  nlohmann::json rows = nlohmann::json::array();
-  for (const ModelledKernel& m : modelled) {
-    print_kernel_row(m, 1.0, total_us);
-    rows.push_back(kernel_json(m, 1.0, total_us));
-    if (m.counters.sampled_blocks)
-      std::cout << fmt::format("  ({} of its {} blocks counted, the figures scaled to all)\n", m.counters.sampled_blocks,
-                               m.counters.blocks);
+    const bench::KernelResourceTable resources = bench::KernelResourceTable::load(HALFTAPE_KERNEL_RESOURCES);
+    const std::vector<ModelledKernel> modelled = model_kernels(gpu, kernels, resources);
+    double total_us = 0;
+    for (const ModelledKernel& m : modelled) total_us += m.estimate.us;
+    print_kernel_header();
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ModelledKernel& m : modelled) {
+      print_kernel_row(m, 1.0, total_us);
+      rows.push_back(kernel_json(m, 1.0, total_us));
+      if (m.counters.sampled_blocks)
+        std::cout << fmt::format("  ({} of its {} blocks counted, the figures scaled to all)\n", m.counters.sampled_blocks,
+                                 m.counters.blocks);
+    }
+    const double tflops = work.useful_flops / (total_us * 1e-6) * 1e-12, gbps = work.bytes / (total_us * 1e-6) * 1e-9;
+    std::cout << fmt::format("{}: {:.2f} us MODELLED on {} | {}\n", f.kernel, total_us, gpu.name,
+                             work.useful_flops > 0 ? fmt::format("{:.0f} TFLOP/s", tflops) : fmt::format("{:.0f} GB/s", gbps));
+    out = {{"modelled", true},
+           {"model", "throughput and latency over the emulator's counters (bench/gpu_model.h, docs/performance-model.md)"},
+           {"gpu", gpu_json(gpu)}, {"emulated_arch", gpu.arch}, {"kernel", f.kernel}, {"shape", f.shape},
+           {"precision", precision}, {"what", work.what}, {"modelled_us", total_us}, {"kernels", rows}};
+    if (f.kernel == "gemm") out["gemm_design"] = f.gemm_design;
+    if (f.kernel == "copy") out["unaligned"] = f.unaligned;
+    if (work.useful_flops > 0) out["tflops"] = tflops;
+    else out["gbps"] = gbps;
   }
-  const double tflops = work.useful_flops / (total_us * 1e-6) * 1e-12, gbps = work.bytes / (total_us * 1e-6) * 1e-9;
   // --measure: the same launch on this machine's GPU, timed with CUDA events (median of the repeats)
-  std::optional<double> measured_us;
   if (f.measure) {
-    buffers.clear();
-    backend.reset();
     std::unique_ptr<Backend> gpu_backend = make_backend(DeviceChoice::cuda, 0);
+    check_measured_gpu(*gpu_backend, gpu);
     Buffers gpu_buffers;
     const std::function<void()> gpu_run = prepare(*gpu_backend, gpu_buffers);
     for (int i = 0; i < 3; ++i) gpu_run();
@@ -171,24 +202,14 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
       times.push_back(1e3 * end->elapsed_ms_since(*start));
     }
     std::sort(times.begin(), times.end());
-    measured_us = times[times.size() / 2];
-    std::cout << fmt::format("MEASURED on this GPU ({}): {:.2f} us (CUDA events, median of 20) | measured / modelled = {:.2f}\n",
-                             gpu_backend->description(), *measured_us, *measured_us / total_us);
+    const double measured_us = times[times.size() / 2], modelled_us = out.at("modelled_us").get<double>();
+    std::cout << fmt::format("MEASURED on this GPU ({}): {:.2f} us (CUDA events, median of 20) | MODELLED {:.2f} us | "
+                             "measured / modelled = {:.2f}\n", gpu_backend->description(), measured_us, modelled_us,
+                             measured_us / modelled_us);
+    out["measured_us"] = measured_us;
+    out["measured_on"] = gpu_backend->description() + ": CUDA events around the launch, median of 20";
   }
-  std::cout << fmt::format("{}: {:.2f} us MODELLED on {} | {}\n", f.kernel, total_us, gpu.name,
-                           work.useful_flops > 0 ? fmt::format("{:.0f} TFLOP/s", tflops) : fmt::format("{:.0f} GB/s", gbps));
-  if (!f.json.empty()) {
-    nlohmann::json out = {{"modelled", true},
-                          {"model", "throughput and latency over the emulator's counters (bench/gpu_model.h, docs/performance-model.md)"},
-                          {"gpu", gpu_json(gpu)}, {"emulated_arch", gpu.arch}, {"kernel", f.kernel}, {"shape", f.shape},
-                          {"precision", precision}, {"what", work.what}, {"modelled_us", total_us}, {"kernels", rows}};
-    if (measured_us) out["measured_us"] = *measured_us, out["measured_on"] = "this GPU, CUDA events around the launch, median of 20";
-    if (f.kernel == "gemm") out["gemm_design"] = f.gemm_design;
-    if (f.kernel == "copy") out["unaligned"] = f.unaligned;
-    if (work.useful_flops > 0) out["tflops"] = tflops;
-    else out["gbps"] = gbps;
-    write_json_file(f.json, out.dump(2) + "\n");
-  }
+  if (!f.json.empty()) write_json_file(f.json, out.dump(2) + "\n");
   HT_CHECK(std::cout.flush().good(), "writing the table to standard output failed");
   return 0;
 }

@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include <fstream>
+
 #include <cstdlib>
 #include <iostream>
 
@@ -100,6 +102,19 @@ nlohmann::json gpu_json(const bench::GpuSpec& gpu) {
   return {{"name", gpu.name}, {"sms", gpu.sms}, {"clock_ghz", gpu.clock_ghz}, {"tensor_tflops", gpu.tensor_tflops},
           {"fp8_tensor_tflops", gpu.fp8_tensor_tflops}, {"hbm_tb_s", gpu.hbm_tb_s}, {"source", gpu.source},
           {"constants", constants}};
+}
+
+nlohmann::json read_modelled_json(const std::string& path, const bench::GpuSpec& gpu) {
+  std::ifstream in(path, std::ios::binary);
+  HT_CHECK(in.good(), "profile --modelled {}: cannot read it", path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  HT_CHECK(!j.is_discarded() && j.is_object(), "profile --modelled {}: not JSON (write it with profile --json)", path);
+  HT_CHECK(!j.contains("incomplete"), "profile --modelled {}: the profile that wrote it did not finish", path);
+  HT_CHECK(j.value("modelled", false) && j.contains("kernels") && j["kernels"].is_array(),
+           "profile --modelled {}: not a profile's JSON (no MODELLED kernels)", path);
+  const std::string modelled_gpu = j.contains("gpu") && j["gpu"].is_object() ? j["gpu"].value("name", "?") : "?";
+  HT_CHECK(modelled_gpu == gpu.name, "profile --modelled {}: it models the {}, not the {} (--gpu)", path, modelled_gpu, gpu.name);
+  return j;
 }
 
 }  // namespace ht::cli

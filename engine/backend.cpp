@@ -35,6 +35,11 @@ void Backend::begin_capture() {
 
 std::unique_ptr<Graph> Backend::end_capture() { fail("end_capture without begin_capture"); }
 
+void Backend::time_launches(bool on) {
+  if (on) fail(fmt::format("timing kernel launches needs a GPU backend (--device cuda or simt): the {} backend launches no "
+                           "kernels", device_name(device())));
+}
+
 Backend::PinnedPtr Backend::pinned(std::size_t bytes) {
   return PinnedPtr(allocate_pinned(bytes), [this](void* p) { free_pinned(p); });
 }

@@ -55,6 +55,7 @@ class Backend {
   virtual Device device() const = 0;
   virtual std::string description() const = 0;  // e.g. "NVIDIA H200 (sm_90, 132 SMs)"
   virtual int compute_capability() const { return 0; }  // 90 for sm_90 (the emulator's arch); 0: the CPU
+  virtual int sm_count() const { return 0; }            // the GPU's SMs (the emulator's: HALFTAPE_SIMT_SMS); 0: the CPU
 
   // Memory -------------------------------------------------------------------------------
   Tensor empty(Shape shape, DType dtype);
@@ -97,6 +98,16 @@ class Backend {
   // Memory freed while capturing stays reserved for the graph until the graph is destroyed.
   virtual void begin_capture();
   virtual std::unique_ptr<Graph> end_capture();
+
+  // `profile --measure`: from time_launches(true) every kernel launch is bracketed with events
+  // on its stream (GPU backends; not while capturing), and take_launch_times waits for them and
+  // gives each launch's time, in launch order, under the name the emulator counts it by.
+  struct LaunchTime {
+    std::string kernel;  // `layernorm_kernel<__half>`
+    double us;
+  };
+  virtual void time_launches(bool on);
+  virtual std::vector<LaunchTime> take_launch_times() { return {}; }
 
   // Kernels ------------------------------------------------------------------------------
   // One per entry of kernels/kernel_list.h, taking that kernel's argument struct.

@@ -29,6 +29,7 @@
 #endif
 
 #include "ground/dtype.h"
+#include "ground/kernel_name.h"
 
 // Full unrolling, where register arrays must stay in registers (indexed only by constants);
 // HT_NO_UNROLL where one iteration's registers at a time must do (a loop of heavy, independent
@@ -41,6 +42,7 @@
 #define HT_NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 
+#include <atomic>
 #include <mutex>
 #include <type_traits>
 #include <utility>
@@ -96,12 +98,26 @@ struct LaunchConfig {
   std::size_t shared_bytes = 0;
 };
 
+// Something that watches every launch: `profile --measure` brackets each with CUDA events
+// (engine/gpu/launch_timer.h). None unless one is set; one at a time, per executor.
+struct LaunchObserver {
+  virtual ~LaunchObserver() = default;
+  virtual void before(const char* kernel, const Stream& stream) = 0;  // just before the launch is queued
+  virtual void after(const Stream& stream) = 0;                       // just after
+};
+inline std::atomic<LaunchObserver*>& launch_observer() {
+  static std::atomic<LaunchObserver*> observer{nullptr};
+  return observer;
+}
+
 // The only way kernels are launched, so a call site reads the same for both executors.
 // (Defined where kernels are compiled: nvcc, or the host compiler for the emulator.)
 #if defined(HT_SIMT) || defined(__CUDACC__)
 template <class... Params, class... Args>
 void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConfig& cfg, const Stream& stream,
                    Args&&... args) {
+  LaunchObserver* const observer = launch_observer().load(std::memory_order_acquire);
+  if (observer) observer->before(name, stream);
 #if defined(HT_SIMT)
   ht::emu::reach_stream(stream.handle);  // stream order: host work the stream held back comes first
   ht::emu::launch(name, reinterpret_cast<const void*>(kernel), cfg.grid, cfg.block, cfg.shared_bytes,
@@ -112,6 +128,7 @@ void launch_kernel(const char* name, void (*kernel)(Params...), const LaunchConf
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) ht::call_failed(name, cudaGetErrorString(e), __FILE__, __LINE__);
 #endif
+  if (observer) observer->after(stream);
 }
 #endif
 
@@ -181,18 +198,17 @@ template <class F> void dispatch2(DType a, DType b, F&& f) {
 
 }  // namespace ht::gpu::inline HT_GPU_NS
 
-// A launch is named by the kernel's instantiation on the emulator (`layernorm_kernel<__half>`:
-// the profile's rows, the counters' floors, error messages), by its spelling in the source
-// under nvcc (errors only).
-#if defined(HT_SIMT)
+// A launch is named by the kernel's instantiation (`layernorm_kernel<__half>`), on both
+// executors alike: the profile's rows, the counters' floors, a GPU's timed launches, errors.
 namespace ht::gpu::inline HT_GPU_NS {
 template <auto kKernel> const char* instantiated_kernel_name() {
-  static const char* const name = ht::emu::kernel_name_from_signature(__PRETTY_FUNCTION__);
+  static const char* const name = ht::kernel_name_from_signature(__PRETTY_FUNCTION__);
   return name;
 }
 }  // namespace ht::gpu::inline HT_GPU_NS
 #define HT_LAUNCH(kernel, cfg, stream, ...) \
   ::ht::gpu::launch_kernel(::ht::gpu::instantiated_kernel_name<kernel>(), kernel, cfg, stream, __VA_ARGS__)
+#if defined(HT_SIMT)
 // A kernel's expf, which the GPU runs on its special-function units (MUFU.EX2): the counting
 // executor counts each call for the model's special-function term (bench/gpu_model.h). Kernels
 // call expf unqualified, so inside this namespace they find this one.
@@ -202,6 +218,4 @@ inline float expf(float x) {
   return ::expf(x);
 }
 }  // namespace ht::gpu::inline HT_GPU_NS
-#else
-#define HT_LAUNCH(kernel, cfg, stream, ...) ::ht::gpu::launch_kernel(#kernel, kernel, cfg, stream, __VA_ARGS__)
 #endif

@@ -2,7 +2,8 @@
 # Prepares a GPU check from a machine without a GPU: builds halftape here (Release, sm_90 and
 # sm_80, no emulator) and packs the binaries, the scripts they need, the shared libraries a bare
 # CUDA machine lacks (fmt, OpenBLAS, Boost.Context, OpenMPI's libraries) and the roofline model's
-# profile of the default GPT for each GPU it knows (MODELLED here, by the emulator build in
+# profile of the default GPT and of the kernels gpu-check.sh times one at a time, for each GPU it
+# knows (MODELLED here, by the emulator build in
 # build/, which scripts/build.sh makes) into .gpu-bundle/bundle.tar.gz (git-ignored).
 # scripts/gpu-check.sh on the GPU machine unpacks it. The binaries find the bundled libraries
 # through their RPATH ($ORIGIN/../lib, as DT_RPATH so that it also serves the libraries' own
@@ -42,9 +43,17 @@ done
 for lib in "$stage"/halftape/lib/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
 # The modelled profile beside which gpu-check.sh sets the measured step: the emulator build's.
 [[ -x build/halftape ]] || scripts/build.sh
+# And the kernels gpu-check.sh measures one at a time, in its order (kernel-<gpu>-<i>.json).
 for gpu in h100 h200 a100; do
   build/halftape profile --gpu "$gpu" --model gpt --data "text:$corpus" --steps 1 \
     --json "$stage/halftape/modelled/profile-$gpu.json" >/dev/null
+  i=0
+  for spec in "gemm 4096,4096,4096" "gemm 8192,8192,8192" "copy 67108864" "attention 4,4096,16,128" "attention 4,4096,32,64"; do
+    set -- $spec
+    build/halftape profile --gpu "$gpu" --kernel "$1" --shape "$2" --precision bf16 \
+      --json "$stage/halftape/modelled/kernel-$gpu-$i.json" >/dev/null
+    i=$((i + 1))
+  done
 done
 git rev-parse HEAD > "$stage/halftape/COMMIT" 2>/dev/null || echo unknown > "$stage/halftape/COMMIT"
 mkdir -p .gpu-bundle

@@ -17,15 +17,17 @@
 #   2. the wgmma GEMM against FP64 on the self-check's shapes (256-wide and persistent tiles);
 #      its FP8 form (opted into with HALFTAPE_FP8_WGMMA=1) against the CPU reference;
 #   3. halftape bench all --device cuda (no PyTorch), then the one-rank NCCL allreduce bench;
+#      the default GPT's step with every launch timed beside its MODELLED row, and five kernels
+#      one at a time beside theirs (halftape profile --measure);
 #   4. training: the MLP through each GEMM path, --cuda-graph and NCCL; nanoGPT's shakespeare-char
 #      recipe in bf16 for 200 steps; the char GPT for 500 steps in bf16 and in fp8 (both
 #      recipes); GPT-2 small for 10 bf16 steps;
 #   5. the PyTorch AMP baseline, eager first (its own JSON and time limit), then torch.compile;
 #   6. the unit and kernel tests on --device cuda.
-# The roofline model's figures (halftape profile, MODELLED on the emulator's counters) come with
-# the bundle (modelled/profile-<gpu>.json, made by gpu-bundle.sh); with --build DIR they are made
-# here as a step, where that build has the counting emulator. The report sets them beside the
-# measured step.
+# The performance model's figures (halftape profile, MODELLED on the emulator's counters) come
+# with the bundle (modelled/profile-<gpu>.json and kernel-<gpu>-<i>.json, made by gpu-bundle.sh);
+# with --build DIR they are made here, where that build has the counting emulator. The report
+# sets each beside its measured time.
 #
 # Output in $OUT (or ./gpu-report): gpu-report.md, log.txt, bench.json, bench-nccl.json,
 # pytorch.json, pytorch-compile.json, metrics JSONL, plots.
@@ -142,6 +144,28 @@ if pairs:
         print(f"| {p['kernel']} | {p['shape']} | {p['measured_us']:.1f} | {p['modelled_us']:.1f} | "
               f"{p['measured_us'] / p['modelled_us']:.2f} | {bound} |")
     print()
+step_measured = os.path.join(os.path.dirname(sys.argv[2]), "step-measured.json")
+if os.path.exists(step_measured):
+    try:
+        sm = json.load(open(step_measured))
+        m = sm["measured"]
+        print(f"One training step on this GPU ({m['on']}), every launch bracketed with CUDA events "
+              f"(`halftape profile --measure`): kernels MEASURED {m['kernels_ms']:.3f} ms, the whole step "
+              f"{m['step_ms']:.3f} ms, MODELLED {sm['modelled_step_ms']:.3f} ms.")
+        print()
+        print("| kernel | launches | MEASURED us | MODELLED us | measured / modelled | modelled bound |")
+        print("|---|---|---|---|---|---|")
+        for k in sorted(sm["kernels"], key=lambda k: -(k.get("measured_us") or 0)):
+            meas = k.get("measured_us")
+            ratio = f"{meas / k['modelled_us']:.2f}" if meas and k.get("modelled_us") else "-"
+            print(f"| {k['name']} | {k['launches']:g} | {'-' if meas is None else f'{meas:.1f}'} | "
+                  f"{k['modelled_us']:.1f} | {ratio} | {k['bound']} |")
+        for k in m.get("kernels_not_modelled", []):
+            print(f"| {k['name']} (not counted by the emulator) | {k['launches']:g} | {k['measured_us']:.1f} | - | - | - |")
+        print()
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"(step-measured.json could not be read: {e})")
+        print()
 kernels = sorted(profile.get("kernels", []), key=lambda k: -k.get("modelled_us", 0))[:12]
 if kernels:
     print("| kernel (largest modelled times) | launches | MODELLED us | bound by |")
@@ -280,16 +304,26 @@ run "FP8 GEMM on Hopper's tensor cores (HALFTAPE_FP8_WGMMA=1) and on CUDA cores 
 run "halftape bench all --device cuda" 150 --gpu "${ht_env[@]}" "$bin" bench all --device cuda --json "$out/bench.json"
 run "halftape bench allreduce (NCCL, one rank)" 45 --gpu "${ht_env[@]}" "$bin" bench allreduce --device cuda --comm nccl --json "$out/bench-nccl.json"
 
-# One kernel at a time, MEASURED with CUDA events beside the model's figure for this GPU (the
-# emulator's count, made here: the model's constants are refit from these pairs,
-# docs/performance-model.md says how).
+# One training step, every launch MEASURED with CUDA events beside its MODELLED row; then one
+# kernel at a time, each MEASURED (median of 20) beside the model's figure for this GPU. The
+# modelled halves come from the bundle (made where the emulator ran: the bundle's GPU build has
+# none), or are counted here by a build that has the emulator. The model's constants are refit
+# from these pairs (docs/performance-model.md says how).
+modelled_flag=()
+[[ -n $profile_json ]] && modelled_flag=(--modelled "$profile_json")
+run "one training step: every launch MEASURED (CUDA events) beside MODELLED" 120 --gpu "${ht_env[@]}" \
+  "$bin" profile --gpu "$model_gpu" --model gpt --data "text:$corpus" --steps 1 --measure "${modelled_flag[@]}" \
+  --json "$out/step-measured.json"
 run "kernels one at a time: MEASURED (CUDA events) beside MODELLED" 150 --gpu "${ht_env[@]}" bash -c '
-  bin=$0 gpu=$1 out=$2 i=0
+  bin=$0 gpu=$1 out=$2 modelled=$3 i=0
   for spec in "gemm 4096,4096,4096" "gemm 8192,8192,8192" "copy 67108864" "attention 4,4096,16,128" "attention 4,4096,32,64"; do
     set -- $spec
-    "$bin" profile --gpu "$gpu" --kernel "$1" --shape "$2" --precision bf16 --measure --json "$out/kernel-$i.json" || exit 1
+    from=()
+    [[ -s $modelled/kernel-$gpu-$i.json ]] && from=(--modelled "$modelled/kernel-$gpu-$i.json")
+    "$bin" profile --gpu "$gpu" --kernel "$1" --shape "$2" --precision bf16 --measure "${from[@]}" \
+      --json "$out/kernel-$i.json" || exit 1
     i=$((i + 1))
-  done' "$bin" "$model_gpu" "$out"
+  done' "$bin" "$model_gpu" "$out" "${root:-/nonexistent}/modelled"
 
 # --- 4. training ------------------------------------------------------------------------------
 synthetic=(train --device cuda --data synthetic --synthetic-features 784 --steps 200 --log-every 100 --no-progress)

@@ -19,13 +19,6 @@ namespace ht::emu {
 void launch(const char* name, const void* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
             const std::function<void()>& thread_body, bool counted = false);
 
-// A kernel's name as Nsight Compute and cuobjdump give it, with its template arguments
-// (`attention_dkv_kernel<__half, 32>`), from the host compiler's spelling of a function
-// template's signature, `... [with auto kKernel = ns::attention_dkv_kernel<__half, 32>]`:
-// the argument, less the namespaces that qualify it. Interned: the pointer lives as long as
-// the program.
-const char* kernel_name_from_signature(const char* pretty_function);
-
 // The GPU the emulator stands in for: HALFTAPE_SIMT_ARCH=sm_80 (the default) or sm_90. Its
 // limits are enforced at launch as the hardware enforces them: at most 1024 threads a block,
 // grid.y and grid.z at most 65535, dynamic shared memory at most 48 KiB unless the kernel opted

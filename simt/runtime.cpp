@@ -120,26 +120,6 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> device_allocation_ranges(
   return ranges;
 }
 
-const char* kernel_name_from_signature(const char* pretty_function) {
-  static constexpr std::string_view kArgument = "kKernel = ";
-  std::string_view s = pretty_function;
-  const std::size_t at = s.find(kArgument);
-  HT_CHECK(at != std::string_view::npos, "SIMT: no kernel argument in the signature '{}'", pretty_function);
-  s.remove_prefix(at + kArgument.size());
-  std::size_t end = 0, cut = 0;
-  for (int depth = 0; end < s.size(); ++end) {  // to the ']' or ';' that ends the argument
-    const char c = s[end];
-    if (c == '<') ++depth;
-    else if (c == '>') --depth;
-    else if (depth == 0 && (c == ']' || c == ';')) break;
-    else if (depth == 0 && s.substr(end, 2) == "::") cut = end + 2;  // the qualifying namespaces end here
-  }
-  static std::mutex mutex;
-  static std::set<std::string, std::less<>> names;  // nodes never move: their c_str() lives on
-  std::lock_guard lock(mutex);
-  return names.emplace(s.substr(cut, end - cut)).first->c_str();
-}
-
 namespace {
 
 void check_device(const char* call, const char* which, const void* p, std::size_t bytes) {

@@ -31,6 +31,8 @@ grep -q '^| halftape bench all --device cuda | not run (halftape cannot use the 
   fail "the benchmark is not listed as not run"
 grep -q '^| unit and kernel tests (cuda vs the CPU reference) | not run (halftape cannot use the GPU) |' "$report" ||
   fail "the last step is not listed"
+grep -q '^| one training step: every launch MEASURED (CUDA events) beside MODELLED | not run (halftape cannot use the GPU) |' "$report" ||
+  fail "the measured step is not listed as not run"
 grep -q '^| kernels one at a time: MEASURED (CUDA events) beside MODELLED | not run (halftape cannot use the GPU) |' "$report" ||
   fail "the one-kernel measurements are not listed as not run"
 grep -q '^## The performance model (MODELLED), and kernels measured beside it' "$report" || fail "no modelled profile in the report"

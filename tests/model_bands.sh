@@ -34,7 +34,22 @@ refuse "three\|3 positive integers" --gpu h100 --kernel gemm --shape 64,64
 refuse "only with --kernel" --gpu h100 --shape 64,64,64
 refuse "is for --kernel copy" --gpu h100 --kernel gemm --shape 64,64,64 --unaligned
 refuse "a flag of a training step" --gpu h100 --kernel copy --shape 1024 --model gpt
-refuse "no GPU here" --gpu h100 --kernel copy --shape 1024 --measure
+# --measure beside an earlier profile (--modelled, for a GPU build without the emulator): the
+# file checked before anything runs - and then, with a matching profile, no GPU here.
+refuse "it is --measure's" --gpu h100 --kernel copy --shape 1024 --modelled "$out/copy-h100.json"
+refuse "it is --measure's" --gpu h100 --model mlp --modelled "$out/copy-h100.json"
+refuse "cannot read it" --gpu h100 --kernel copy --shape 1024 --measure --modelled "$out/none.json"
+refuse "it models the h100, not the h200" --gpu h200 --kernel copy --shape 67108864 --measure --modelled "$out/copy-h100.json"
+refuse "it models shape 67108864, not the shape 1024" --gpu h100 --kernel copy --shape 1024 --measure --modelled "$out/copy-h100.json"
+echo '{"incomplete": "x"}' >"$out/unfinished.json"
+refuse "did not finish" --gpu h100 --model mlp --measure --modelled "$out/unfinished.json"
+echo '{}' >"$out/empty.json"
+refuse "not a profile's JSON" --gpu h100 --model mlp --measure --modelled "$out/empty.json"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  refuse "no GPU here" --gpu h100 --kernel copy --shape 1024 --measure
+  refuse "no GPU here" --gpu h100 --model mlp --measure
+  refuse "no GPU here" --gpu h100 --kernel copy --shape 67108864 --precision bf16 --measure --modelled "$out/copy-h100.json"
+fi
 
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys

@@ -1,6 +1,7 @@
 // The emulator's counters (simt/counters.h) on access patterns whose counts are known, as a GPU
 // would serve them: sectors per request of coalesced, vector, strided and broadcast loads; bank
 // conflicts of a transposed shared tile with and without padding; ldmatrix on swizzled rows.
+// And the launch timer `profile --measure` uses names each launch as the counters do.
 #include "bench/gpu_model.h"
 #include "comm/communicator.h"
 #include "data/dataset.h"
@@ -12,6 +13,9 @@
 #include "train/trainer.h"
 
 #include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
 
 using namespace ht;
 namespace counted = ht::gpu::simt_counted_impl;
@@ -235,4 +239,49 @@ TEST_CASE("counters and model: a bf16 copy's scalar path keeps a quarter of its 
   CHECK(few_packed.memory_us > few_packed.latency_us);
   CHECK(few_scalar.latency_us > few_scalar.memory_us);
   CHECK(steady(few_scalar) > 1.5 * steady(few_packed));
+}
+
+TEST_CASE("launch timer: every launch of a GPT step is timed under the name the counting executor counts it by", "[counters]") {
+  // What the emulator counts: each kernel and its launches, in one step.
+  std::map<std::string, std::uint64_t> counted;
+  for (const emu::KernelCounters& k : counted_gpt_step(1)) counted[k.name] = k.launches;
+  REQUIRE(counted.size() >= 20);
+
+  // The same step on the (uncounted) emulator, every launch bracketed with events, as `profile
+  // --measure` brackets them on a GPU: the same kernels under the same names, as many times.
+  TrainConfig c = test::gpt_config(Precision::fp16);
+  c.device = DeviceChoice::simt;
+  c.model.gpt = {.n_layer = 1, .n_head = 2, .n_embd = 64, .block_size = 32, .pad_vocab_to = 1};
+  c.batch_size = 4;
+  std::unique_ptr<Backend> backend = make_backend(c.device);
+  std::unique_ptr<Communicator> comm = make_communicator(CommChoice::auto_, nullptr, *backend, 60);
+  const DataSplit data = load_data(c.data, c.synthetic);
+  Trainer trainer(c, *backend, *comm, data, nullptr);
+  trainer.train_step(1);
+  backend->synchronize();
+  backend->time_launches(true);
+  CHECK_THROWS_WITH(backend->begin_capture(), Catch::Contains("time the step eagerly"));
+  trainer.train_step(2);
+  const std::vector<Backend::LaunchTime> timed = backend->take_launch_times();
+  std::map<std::string, std::uint64_t> launched;
+  for (const Backend::LaunchTime& t : timed) {
+    ++launched[t.kernel];
+    CHECK(t.us >= 0);
+  }
+  CHECK(launched == counted);
+  double total_us = 0;
+  for (const Backend::LaunchTime& t : timed) total_us += t.us;
+  CHECK(total_us > 0);  // the emulator's events bracket host time: its kernels take some
+
+  // Off again: nothing more is timed, and another backend may time its launches.
+  backend->time_launches(false);
+  trainer.train_step(3);
+  CHECK(backend->take_launch_times().empty());
+  std::unique_ptr<Backend> other = make_backend(DeviceChoice::simt);
+  other->time_launches(true);
+  CHECK_THROWS_WITH(backend->time_launches(true), Catch::Contains("timing them already"));
+  other->time_launches(false);
+
+  std::unique_ptr<Backend> cpu = make_backend(DeviceChoice::cpu);
+  CHECK_THROWS_WITH(cpu->time_launches(true), Catch::Contains("needs a GPU backend"));
 }

@@ -2,6 +2,7 @@
 // kernels of kernels/*.cu. Compiled twice - against the CUDA runtime (device cuda) and against
 // the SIMT emulator (device simt) - from this one source.
 #include "engine/backend.h"
+#include "engine/gpu/launch_timer.h"
 #include "engine/gpu/runtime.h"
 #include "engine/gpu/wgmma_self_check.h"
 #include "ground/env.h"
@@ -121,6 +122,7 @@ class GpuBackend final : public Backend {
   }
   ~GpuBackend() override {
     rt::cudaStreamSynchronize(stream_.handle);
+    if (timing_) launch_observer().store(nullptr, std::memory_order_release);
 #if !defined(HT_SIMT)
     cublas_.reset();
 #endif
@@ -130,6 +132,7 @@ class GpuBackend final : public Backend {
 
   Device device() const override { return kDevice; }
   int compute_capability() const override { return 10 * props_.major + props_.minor; }
+  int sm_count() const override { return props_.multiProcessorCount; }
   std::string description() const override {
 #if defined(HT_SIMT)
     return fmt::format("simt (SIMT emulator of an {}, {} worker threads{}{})", emu::arch().name, props_.multiProcessorCount,
@@ -165,6 +168,7 @@ class GpuBackend final : public Backend {
 
   void begin_capture() override {
     HT_CHECK(!capturing_, "begin_capture: a capture is already open");
+    HT_CHECK(!timing_, "--cuda-graph while kernel launches are timed (profile --measure): time the step eagerly");
     // Relaxed: the caching allocator may still reach cudaMalloc (a block the warm-up missed).
     HT_CUDA_CHECK(rt::cudaStreamBeginCapture(stream_.handle, cudaStreamCaptureModeRelaxed));
     capturing_ = true;
@@ -181,6 +185,15 @@ class GpuBackend final : public Backend {
     HT_CUDA_CHECK(rt::cudaGraphDestroy(graph));
     return std::make_unique<GpuGraph>(exec, stream_.handle, std::exchange(graph_owned_, {}), [this](void* p) { release(p); });
   }
+  void time_launches(bool on) override {
+    HT_CHECK(!on || !capturing_, "timing kernel launches while a CUDA graph is captured: time the step eagerly");
+    if (on == timing_) return;
+    LaunchObserver* expected = on ? nullptr : &timer_;
+    HT_CHECK(launch_observer().compare_exchange_strong(expected, on ? &timer_ : nullptr, std::memory_order_acq_rel),
+             "timing kernel launches: another backend of this device kind is timing them already");
+    timing_ = on;
+  }
+  std::vector<LaunchTime> take_launch_times() override { return timer_.take(); }
   AllocatorStats memory_stats() const override { return allocator_.stats(); }
   void reset_memory_peak() override { allocator_.reset_peak(); }
   void* allocate_pinned(std::size_t bytes) override {
@@ -331,6 +344,8 @@ class GpuBackend final : public Backend {
   CachingAllocator allocator_;
   bool use_wgmma_ = false;  // sm_90 (HALFTAPE_SIMT_ARCH=sm_90 on the emulator) and self-checked
   GemmImpl gemm_impl_ = GemmImpl::native;
+  LaunchTimer timer_;  // profile --measure: every launch bracketed with events while timing_
+  bool timing_ = false;
   bool capturing_ = false;
   std::vector<void*> graph_owned_;
 #if !defined(HT_SIMT)
