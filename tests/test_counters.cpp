@@ -128,22 +128,35 @@ std::string base_name(const std::string& name) {
   return n.substr(0, n.find('<'));
 }
 
-// The kernels of the second fp16 training step of a 1-layer GPT (64 wide, block 32, batch 4) on
-// the counting executor, its vocabulary padded to a multiple of pad_vocab_to.
-std::vector<emu::KernelCounters> counted_gpt_step(std::int64_t pad_vocab_to) {
+// A 1-layer GPT (64 wide, block 32, batch 4) in fp16 on `device`, its vocabulary padded to a
+// multiple of pad_vocab_to, and what its trainer holds on to.
+struct SmallGpt {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DataSplit> data;
+  std::unique_ptr<Trainer> trainer;
+};
+SmallGpt small_gpt(DeviceChoice device, std::int64_t pad_vocab_to) {
   TrainConfig c = test::gpt_config(Precision::fp16);
-  c.device = DeviceChoice::simt_counted;
+  c.device = device;
   c.model.gpt = {.n_layer = 1, .n_head = 2, .n_embd = 64, .block_size = 32, .pad_vocab_to = pad_vocab_to};
   c.batch_size = 4;
-  std::unique_ptr<Backend> backend = make_backend(c.device);
-  std::unique_ptr<Communicator> comm = make_communicator(CommChoice::auto_, nullptr, *backend, 60);
-  const DataSplit data = load_data(c.data, c.synthetic);
-  Trainer trainer(c, *backend, *comm, data, nullptr);
-  trainer.train_step(1);
-  backend->synchronize();
+  SmallGpt g;
+  g.backend = make_backend(c.device);
+  g.comm = make_communicator(CommChoice::auto_, nullptr, *g.backend, 60);
+  g.data = std::make_unique<DataSplit>(load_data(c.data, c.synthetic));
+  g.trainer = std::make_unique<Trainer>(c, *g.backend, *g.comm, *g.data, nullptr);
+  return g;
+}
+
+// The kernels of its second training step on the counting executor.
+std::vector<emu::KernelCounters> counted_gpt_step(std::int64_t pad_vocab_to) {
+  SmallGpt g = small_gpt(DeviceChoice::simt_counted, pad_vocab_to);
+  g.trainer->train_step(1);
+  g.backend->synchronize();
   emu::take_kernel_counters();
-  trainer.train_step(2);
-  backend->synchronize();
+  g.trainer->train_step(2);
+  g.backend->synchronize();
   return emu::take_kernel_counters();
 }
 
@@ -249,19 +262,13 @@ TEST_CASE("launch timer: every launch of a GPT step is timed under the name the 
 
   // The same step on the (uncounted) emulator, every launch bracketed with events, as `profile
   // --measure` brackets them on a GPU: the same kernels under the same names, as many times.
-  TrainConfig c = test::gpt_config(Precision::fp16);
-  c.device = DeviceChoice::simt;
-  c.model.gpt = {.n_layer = 1, .n_head = 2, .n_embd = 64, .block_size = 32, .pad_vocab_to = 1};
-  c.batch_size = 4;
-  std::unique_ptr<Backend> backend = make_backend(c.device);
-  std::unique_ptr<Communicator> comm = make_communicator(CommChoice::auto_, nullptr, *backend, 60);
-  const DataSplit data = load_data(c.data, c.synthetic);
-  Trainer trainer(c, *backend, *comm, data, nullptr);
-  trainer.train_step(1);
+  SmallGpt g = small_gpt(DeviceChoice::simt, 1);
+  Backend* backend = g.backend.get();
+  g.trainer->train_step(1);
   backend->synchronize();
   backend->time_launches(true);
   CHECK_THROWS_WITH(backend->begin_capture(), Catch::Contains("time the step eagerly"));
-  trainer.train_step(2);
+  g.trainer->train_step(2);
   const std::vector<Backend::LaunchTime> timed = backend->take_launch_times();
   std::map<std::string, std::uint64_t> launched;
   for (const Backend::LaunchTime& t : timed) {
@@ -275,7 +282,7 @@ TEST_CASE("launch timer: every launch of a GPT step is timed under the name the 
 
   // Off again: nothing more is timed, and another backend may time its launches.
   backend->time_launches(false);
-  trainer.train_step(3);
+  g.trainer->train_step(3);
   CHECK(backend->take_launch_times().empty());
   std::unique_ptr<Backend> other = make_backend(DeviceChoice::simt);
   other->time_launches(true);
