@@ -169,11 +169,11 @@ int run_profile(ProfileFlags& f, const MpiWorld* world) {
   // --modelled: the MODELLED figures of an earlier `profile --json` of this step, not counted here
   std::optional<nlohmann::json> earlier;
   if (!f.kernel.modelled.empty()) earlier = read_modelled_json(f.kernel.modelled, gpu);
+  if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   HT_CHECK(!measure || cuda_available(), "profile --measure: no GPU here (or a build without CUDA): the measured times "
            "need one; leave out --measure for the MODELLED figures alone");
   HT_CHECK(earlier || have_kernel_counters(), "profile: this build has no counting emulator (it needs the SIMT emulator and "
            "no sanitizer); --measure --modelled FILE measures beside a profile modelled elsewhere");
-  if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
 
   // --steps as given; not the model's recipe's (2000 for the GPT: a training run, not a profile)
   const std::int64_t steps = f.train.given.count("--steps") && f.train.steps > 0 ? f.train.steps : kDefaultSteps;

@@ -73,8 +73,6 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
            "for the emulator only");
   HT_CHECK(f.modelled.empty() || f.measure, "profile --modelled: it is --measure's (the MODELLED profile to measure "
            "beside); add --measure, or leave out --modelled");
-  HT_CHECK(!f.modelled.empty() || have_kernel_counters(), "profile: this build has no counting emulator (it needs the "
-           "SIMT emulator and no sanitizer); --measure --modelled FILE measures beside a profile modelled elsewhere");
   // --modelled: the MODELLED figures of an earlier `profile --kernel ... --json` of this kernel
   std::optional<nlohmann::json> earlier;
   if (!f.modelled.empty()) {
@@ -88,9 +86,11 @@ int run_kernel_profile(const KernelProfileFlags& f, const bench::GpuSpec& gpu) {
     HT_CHECK(f.kernel != "copy" || earlier->value("unaligned", false) == f.unaligned, "profile --modelled {}: its copy's "
              "alignment is not the one asked for here (--unaligned)", f.modelled);
   }
+  if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
   HT_CHECK(!f.measure || cuda_available(), "profile --measure: no GPU here (or a build without CUDA): the measured time "
            "needs one; leave out --measure for the MODELLED figures alone");
-  if (!f.json.empty()) write_json_file(f.json, "{\"incomplete\": \"halftape profile is still running or did not finish\"}\n");
+  HT_CHECK(!f.modelled.empty() || have_kernel_counters(), "profile: this build has no counting emulator (it needs the "
+           "SIMT emulator and no sanitizer); --measure --modelled FILE measures beside a profile modelled elsewhere");
   const DType dtype = precision == "fp16" ? DType::f16 : precision == "bf16" ? DType::bf16 : DType::f32;
   const std::size_t es = dtype_size(dtype);
   // Default samples, the blocks counted a launch: two of a persistent GEMM's (each walks its share
