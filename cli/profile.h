@@ -80,7 +80,7 @@ struct MeasuredStep {
   int sms = 0;
   std::vector<MeasuredKernel> kernels;
   double kernels_us = 0;  // the launches' times summed
-  double wall_us = 0;     // first launch to last, CUDA events around whole steps (no events between launches)
+  double wall_us = 0;     // a whole step: CUDA events around the steps, none between their launches
 };
 // The GPU measured must be of the architecture modelled (its kernels are the emulator's then);
 // another SM count is printed, not refused (an H100 PCIe has 114 SMs, the model's H100 132).

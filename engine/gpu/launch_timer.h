@@ -26,11 +26,12 @@ class LaunchTimer final : public LaunchObserver {
     std::lock_guard lock(mutex_);
     Pending p{.kernel = kernel, .start = create(), .end = create()};
     HT_CUDA_CHECK(rt::cudaEventRecord(p.start, stream.handle));
+    open_on_this_thread_ = pending_.size();  // a launch's before and after run on its thread, with others' between
     pending_.push_back(p);
   }
   void after(const Stream& stream) override {
     std::lock_guard lock(mutex_);
-    HT_CUDA_CHECK(rt::cudaEventRecord(pending_.back().end, stream.handle));
+    HT_CUDA_CHECK(rt::cudaEventRecord(pending_.at(open_on_this_thread_).end, stream.handle));
   }
   // Waits for every bracketed launch and gives its time; the events go back to the pool.
   std::vector<Backend::LaunchTime> take() {
@@ -71,6 +72,7 @@ class LaunchTimer final : public LaunchObserver {
     free_.clear();
   }
 
+  static inline thread_local std::size_t open_on_this_thread_ = 0;  // the calling thread's launch in pending_
   std::mutex mutex_;
   std::vector<Pending> pending_;
   std::vector<cudaEvent_t> free_;
